@@ -1,0 +1,128 @@
+"""The Python rungs of the ladder: runners that call a kernel once per thread, as CUDA would."""
+import itertools
+from typing import NamedTuple
+
+import torch
+
+MAX_THREADS_PER_BLOCK = 1024
+
+
+class dim3(NamedTuple):
+    """CUDA's dim3: x, y and z extents, y and z defaulting to 1 (taught in grayscale/L2)."""
+    x: int
+    y: int = 1
+    z: int = 1
+
+
+class CheckedTensor:
+    """A tensor as a kernel sees it: an index outside the tensor raises instead of wrapping."""
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def _check(self, idx):
+        parts = idx if isinstance(idx, tuple) else (idx,)
+        for dim, k in enumerate(parts):
+            if isinstance(k, torch.Tensor) and k.dim() == 0 and not k.is_floating_point():
+                k = int(k)
+            if not isinstance(k, int) or dim >= self.tensor.dim():
+                continue  # slices, masks and too many indices: torch's own checks apply
+            size = self.tensor.shape[dim]
+            if not 0 <= k < size:
+                hint = (" Python would wrap a negative index to the end of the tensor; CUDA has "
+                        "no such wrap-around and would touch memory outside it."
+                        if k < 0 else " Did you forget the `if i < n:` guard?")
+                raise IndexError(f"index {k} is out of range for dimension {dim} of a tensor "
+                                 f"with shape {tuple(self.tensor.shape)} (valid: 0 to {size - 1}).{hint}")
+
+    def __getitem__(self, idx):
+        self._check(idx)
+        return self.tensor[idx]
+
+    def __setitem__(self, idx, value):
+        self._check(idx)
+        self.tensor[idx] = value
+
+    def __len__(self):
+        return len(self.tensor)
+
+    def __getattr__(self, name):
+        return getattr(self.tensor, name)
+
+    def __repr__(self):
+        return f"CheckedTensor({self.tensor!r})"
+
+
+def _checked(args):
+    return tuple(CheckedTensor(a) if isinstance(a, torch.Tensor) else a for a in args)
+
+
+def _count(name, value):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be a whole number (an int), not {type(value).__name__} {value!r}; "
+                        f"math.ceil or cdiv turn a division into one")
+    if value < 0:
+        raise ValueError(f"{name} must not be negative, got {value}")
+    return value
+
+
+def _as_dim3(name, value):
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = dim3(value)
+    if not isinstance(value, tuple) or not 1 <= len(value) <= 3:
+        raise TypeError(f"{name} must be a dim3 (or an int), not {value!r}")
+    value = dim3(*value)
+    for axis, extent in zip("xyz", value):
+        _count(f"{name}.{axis}", extent)
+    return value
+
+
+def _call(f, where, *args):
+    try:
+        f(*args)
+    except Exception as e:
+        msg = f"{e}\n  (raised in {where})"
+        try:
+            new = type(e)(msg)
+        except Exception:
+            e.add_note(f"raised in {where}")
+            raise
+        raise new.with_traceback(e.__traceback__) from None
+
+
+def run_kernel(f, times, *args):
+    """Calls f(i, *args) for i in range(times), as `times` CUDA threads would (taught in grayscale/L1)."""
+    _count("times", times)
+    args = _checked(args)
+    for i in range(times):
+        _call(f, f"thread i={i}", i, *args)
+
+
+def _check_threads(threads):
+    n = threads.x * threads.y * threads.z
+    if n > MAX_THREADS_PER_BLOCK:
+        raise ValueError(f"{n} threads per block: CUDA allows at most {MAX_THREADS_PER_BLOCK}")
+    if n == 0:
+        raise ValueError("a block needs at least one thread")
+
+
+def blk_kernel(f, blocks, threads, *args):
+    """Calls f(blockidx, threadidx, blockdim, *args) for every block and thread, like a CUDA launch (taught in grayscale/L2)."""
+    _count("blocks", blocks)
+    _check_threads(dim3(_count("threads", threads)))
+    args = _checked(args)
+    for i in range(blocks):
+        for j in range(threads):
+            _call(f, f"block {i}, thread {j}", i, j, threads, *args)
+
+
+def blk_kernel2d(f, blocks, threads, *args):
+    """Like blk_kernel with dim3 blocks and threads: calls f(blockidx, threadidx, blockdim, *args) (taught in grayscale/L2)."""
+    blocks, threads = _as_dim3("blocks", blocks), _as_dim3("threads", threads)
+    _check_threads(threads)
+    args = _checked(args)
+    for bz, by, bx in itertools.product(range(blocks.z), range(blocks.y), range(blocks.x)):
+        for tz, ty, tx in itertools.product(range(threads.z), range(threads.y), range(threads.x)):
+            _call(f, f"block (x={bx}, y={by}, z={bz}), thread (x={tx}, y={ty}, z={tz})",
+                  dim3(bx, by, bz), dim3(tx, ty, tz), threads, *args)
