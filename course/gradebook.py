@@ -1,0 +1,60 @@
+"""The grade table an instructor reads after autograding: one row per exercise, one column per student."""
+import argparse
+
+from nbgrader.api import Gradebook, MissingEntry
+
+
+def grades(db_url, assignment):
+    """{(notebook, grade_id): {student: (score, max_score)}} for one assignment, in notebook order."""
+    table = {}
+    with Gradebook(db_url) as gb:
+        a = gb.find_assignment(assignment)
+        students = sorted(s.id for s in gb.students)
+        for nb in sorted(a.notebooks, key=lambda n: n.name):
+            for cell in sorted(nb.grade_cells, key=lambda c: c.id):
+                row = table.setdefault((nb.name, cell.name), {})
+                for student in students:
+                    try:
+                        g = gb.find_grade(cell.name, nb.name, assignment, student)
+                    except MissingEntry:
+                        continue
+                    row[student] = (g.score, g.max_score)
+    return table
+
+
+def grade_table(db_url, assignment):
+    """The grades as a plain-text table, with a total per student."""
+    table = grades(db_url, assignment)
+    students = sorted({s for row in table.values() for s in row})
+    if not students:
+        return f"no graded submissions of {assignment!r} yet: run nbgrader autograde first"
+    first = max(len(f"{nb}/{gid}") for nb, gid in table) + 2
+    width = max(8, *(len(s) + 2 for s in students))
+    lines = [f"{'exercise':<{first}}" + "".join(f"{s:>{width}}" for s in students)]
+    totals = {s: [0.0, 0.0] for s in students}
+    for (nb, gid), row in table.items():
+        cells = []
+        for s in students:
+            if s in row:
+                score, top = row[s]
+                totals[s][0] += score
+                totals[s][1] += top
+                cells.append(f"{score:g}/{top:g}")
+            else:
+                cells.append("-")
+        lines.append(f"{nb + '/' + gid:<{first}}" + "".join(f"{c:>{width}}" for c in cells))
+    lines.append(f"{'total':<{first}}" + "".join(f"{f'{t[0]:g}/{t[1]:g}':>{width}}" for t in totals.values()))
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    """Prints the grade table: python -m course.gradebook ASSIGNMENT [--db URL]."""
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("assignment")
+    p.add_argument("--db", default="sqlite:///gradebook.db")
+    args = p.parse_args(argv)
+    print(grade_table(args.db, args.assignment))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Example submissions: a released notebook with one student's answers in its solution cells."""
+import shutil
+from pathlib import Path
+
+import nbformat
+
+
+def answers_in(folder):
+    """A student's answers: {grade_id: cell source}, one `<grade_id>.py` file per solution cell."""
+    return {p.stem: p.read_text() for p in sorted(Path(folder).glob("*.py"))}
+
+
+def solution_ids(nb):
+    """The grade_ids of a notebook's solution cells."""
+    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("solution")]
+
+
+def fill(nb, answers):
+    """Returns a copy of notebook nb with each solution cell named in answers replaced by the answer."""
+    nb = nbformat.from_dict(nb)
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell.metadata.get("nbgrader", {}).get("solution") and grade_id in answers:
+            cell.source = answers[grade_id].rstrip("\n")
+    return nb
+
+
+def write_submissions(examples, release, submitted, assignment):
+    """Writes submitted/<student>/<assignment>/*.ipynb from examples/<student>/ answers; returns the students."""
+    notebooks = {p.name: nbformat.read(p, as_version=4)
+                 for p in sorted((Path(release) / assignment).glob("*.ipynb"))}
+    if not notebooks:
+        raise FileNotFoundError(f"no released notebooks in {Path(release) / assignment}: generate the release first")
+    known = {gid for nb in notebooks.values() for gid in solution_ids(nb)}
+    students = []
+    for folder in sorted(p for p in Path(examples).iterdir() if p.is_dir()):
+        answers = answers_in(folder)
+        unknown = sorted(set(answers) - known)
+        if unknown:
+            raise ValueError(f"{folder}: no solution cell is called {', '.join(unknown)}; "
+                             f"the solution cells are {', '.join(sorted(known))}")
+        out = Path(submitted) / folder.name / assignment
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        for name, nb in notebooks.items():
+            nbformat.write(fill(nb, answers), out / name)
+        students.append(folder.name)
+    return students
+
+
+def main(argv=None):
+    """Writes the example submissions: python -m course.submissions ASSIGNMENT [--examples DIR]."""
+    import argparse
+    p = argparse.ArgumentParser(description=main.__doc__)
+    p.add_argument("assignment")
+    p.add_argument("--examples", default="examples")
+    p.add_argument("--release", default="release")
+    p.add_argument("--submitted", default="submitted")
+    args = p.parse_args(argv)
+    students = write_submissions(args.examples, args.release, args.submitted, args.assignment)
+    print(f"wrote submissions of {args.assignment} for {', '.join(students)} into {args.submitted}/")
+
+
+if __name__ == "__main__":
+    main()
