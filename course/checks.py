@@ -71,7 +71,8 @@ def check_grey(yours, x, what, where, unwritten=None):
             msg += (f"\n  {never:,} of the wrong pixels still hold {unwritten}, the value the memory had "
                     "before your kernel ran: they were probably never written.")
     frac = exact - exact.floor()
-    if bool(((yours - lo == 1) & (frac >= 0.5))[bad].all()):
+    rounded_up = (yours - lo == 1) & (frac >= 0.5 - GREY_SLACK)
+    if bool(rounded_up[bad].all()) and n_bad >= 0.9 * int((frac >= 0.5 + GREY_SLACK).sum()):
         hint = ("every wrong pixel is one too high where the exact value's fraction is 0.5 or more: "
                 "that is rounding. A grey value is truncated (converting to uint8 drops the fraction).")
     elif unwritten is not None and never == n_bad:

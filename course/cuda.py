@@ -175,6 +175,10 @@ def load_cuda(cuda_src, cpp_src, funcs, opt=False, verbose=False):
     cpp_extension = _cpp_extension()
     build_dir = build_root() / name
     build_dir.mkdir(parents=True, exist_ok=True)
+    for label in ("cuda_src", "cpp_src", "funcs"):
+        # nvcc lists #line names as dependencies; ninja would rebuild each time if they were missing.
+        if not (build_dir / label).exists():
+            (build_dir / label).touch()
     paths = []
     for fname, text in _sources(cuda_src, cpp_src, funcs).items():
         _write(build_dir / fname, text)

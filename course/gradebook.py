@@ -1,17 +1,34 @@
 """The grade table an instructor reads after autograding: one row per exercise, one column per student."""
 import argparse
+from pathlib import Path
+
+import nbformat
 
 from nbgrader.api import Gradebook, MissingEntry
 
 
-def grades(db_url, assignment):
-    """{(notebook, grade_id): {student: (score, max_score)}} for one assignment, in notebook order."""
+def _position(release, notebook):
+    """grade_id -> index of its cell in the released notebook, to list exercises in teaching order."""
+    path = Path(release) / f"{notebook}.ipynb"
+    if not path.exists():
+        return {}
+    cells = nbformat.read(path, as_version=4).cells
+    return {c.metadata.get("nbgrader", {}).get("grade_id"): i for i, c in enumerate(cells)}
+
+
+def grades(db_url, assignment, release="release"):
+    """{(notebook, grade_id): {student: (score, max_score)}} for one assignment, in teaching order."""
     table = {}
     with Gradebook(db_url) as gb:
-        a = gb.find_assignment(assignment)
+        try:
+            a = gb.find_assignment(assignment)
+        except MissingEntry:
+            raise SystemExit(f"{assignment!r} is not in the gradebook {db_url}: "
+                             "run `nbgrader generate_assignment` (make release) first") from None
         students = sorted(s.id for s in gb.students)
         for nb in sorted(a.notebooks, key=lambda n: n.name):
-            for cell in sorted(nb.grade_cells, key=lambda c: c.id):
+            order = _position(Path(release) / assignment, nb.name)
+            for cell in sorted(nb.grade_cells, key=lambda c: (order.get(c.name, len(order)), c.name)):
                 row = table.setdefault((nb.name, cell.name), {})
                 for student in students:
                     try:
@@ -22,9 +39,9 @@ def grades(db_url, assignment):
     return table
 
 
-def grade_table(db_url, assignment):
+def grade_table(db_url, assignment, release="release"):
     """The grades as a plain-text table, with a total per student."""
-    table = grades(db_url, assignment)
+    table = grades(db_url, assignment, release)
     students = sorted({s for row in table.values() for s in row})
     if not students:
         return f"no graded submissions of {assignment!r} yet: run nbgrader autograde first"

@@ -85,7 +85,9 @@ def _call(f, where, *args):
         msg = f"{e}\n  (raised in {where})"
         try:
             new = type(e)(msg)
-        except Exception:
+        except Exception:  # an exception type that takes other arguments: keep it, add a note
+            new = None
+        if new is None:
             e.add_note(f"raised in {where}")
             raise
         raise new.with_traceback(e.__traceback__) from None

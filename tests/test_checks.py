@@ -1,0 +1,170 @@
+"""The grayscale checks pass right answers and reject wrong ones, each with a reason a beginner can use."""
+import pytest
+import torch
+
+from course import GPUNeeded, blk_kernel, cdiv, check_rgb2grey, check_rgb2grey_cuda, has_gpu, rgb2grey, run_kernel
+from course.checks import check_grey, grey_cases
+from course.reference import rgb2grey_exact
+
+CASES = ["tiny", "ragged", "tall_wide", "photo"]
+
+
+def rgb2grey_py(x):
+    c, h, w = x.shape
+    n = h * w
+    x = x.flatten()
+    res = torch.empty(n, dtype=x.dtype, device=x.device)
+    for i in range(n):
+        res[i] = 0.2989 * x[i] + 0.5870 * x[i + n] + 0.1140 * x[i + 2 * n]
+    return res.view(h, w)
+
+
+def rgb2grey_k(i, x, out, n):
+    out[i] = 0.2989 * x[i] + 0.5870 * x[i + n] + 0.1140 * x[i + 2 * n]
+
+
+def rgb2grey_pyk(x):
+    c, h, w = x.shape
+    n = h * w
+    x = x.flatten()
+    res = torch.empty(n, dtype=x.dtype)
+    run_kernel(rgb2grey_k, n, x, res, n)
+    return res.view(h, w)
+
+
+def make_pybk(kernel, grid=lambda n, t: cdiv(n, t)):
+    def rgb2grey_pybk(x):
+        c, h, w = x.shape
+        n = h * w
+        x = x.flatten()
+        res = torch.zeros(n, dtype=x.dtype)
+        blk_kernel(kernel, grid(n, 256), 256, x, res, n)
+        return res.view(h, w)
+    return rgb2grey_pybk
+
+
+def rgb2grey_bk(blockidx, threadidx, blockdim, x, out, n):
+    i = blockidx * blockdim + threadidx
+    if i < n:
+        out[i] = 0.2989 * x[i] + 0.5870 * x[i + n] + 0.1140 * x[i + 2 * n]
+
+
+def no_guard_bk(blockidx, threadidx, blockdim, x, out, n):
+    i = blockidx * blockdim + threadidx
+    out[i] = 0.2989 * x[i] + 0.5870 * x[i + n] + 0.1140 * x[i + 2 * n]
+
+
+def vectorised(weights=(0.2989, 0.5870, 0.1140), order=(0, 1, 2), post=lambda v: v):
+    def rgb2grey_vec(x):
+        planes = x.float()
+        v = sum(w * planes[c] for w, c in zip(weights, order))
+        return post(v).to(torch.uint8)
+    return rgb2grey_vec
+
+
+# ---- right answers pass
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("fn", [rgb2grey_py, rgb2grey_pyk, make_pybk(rgb2grey_bk), rgb2grey], ids=lambda f: getattr(f, "__name__", ""))
+def test_right_answers_pass(fn, case, capsys):
+    check_rgb2grey(fn, case)
+    assert capsys.readouterr().out.strip().endswith(f"{case} passed")
+
+
+def test_float64_and_other_summation_order_pass():
+    check_rgb2grey(vectorised(order=(0, 1, 2)), "photo")
+    check_rgb2grey(lambda x: (0.1140 * x[2].double() + 0.5870 * x[1].double() + 0.2989 * x[0].double()).to(torch.uint8), "photo")
+
+
+def test_off_by_one_only_where_the_exact_value_is_next_to_an_integer_passes():
+    x = torch.randint(0, 256, (3, 300, 400), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
+    exact = rgb2grey_exact(x)
+    near = (exact - exact.round()).abs() < 1e-4
+    fused = exact.floor()
+    fused[near] = exact[near].round()  # what a single rounding (FMA) can do next to an integer
+    assert (fused != rgb2grey(x).double()).any() or near.sum() == 0
+    check_grey(fused.to(torch.uint8), x, "fma", "random")
+
+
+# ---- known-wrong answers fail, each for its own reason
+
+def fails(fn, case, *patterns):
+    with pytest.raises(AssertionError) as info:
+        check_rgb2grey(fn, case)
+    for p in patterns:
+        assert p in str(info.value), str(info.value)
+    return str(info.value)
+
+
+def test_rounding_is_caught_with_its_diagnosis():
+    fails(vectorised(post=torch.round), "photo", "pixels are wrong", "that is rounding")
+
+
+def test_classic_weights_0_299_are_caught_on_the_photo():
+    fails(vectorised(weights=(0.299, 0.587, 0.114)), "photo", "pixels are wrong", "check the weights")
+
+
+def test_swapped_channels_are_caught():
+    fails(vectorised(order=(0, 2, 1)), "ragged", "first at row", "yours", "expected")
+
+
+def test_missing_guard_is_caught_as_an_indexerror_with_block_and_thread():
+    fails(make_pybk(no_guard_bk), "tiny", "IndexError", "block 0, thread 1")
+
+
+def test_grid_too_small_leaves_pixels_unwritten():
+    fails(make_pybk(rgb2grey_bk, grid=lambda n, t: n // t), "ragged", "pixels are wrong")
+
+
+def test_wrong_shape_is_caught():
+    fails(lambda x: rgb2grey(x).flatten(), "ragged", "shape", "expected (7, 37)")
+
+
+def test_wrong_dtype_is_caught():
+    fails(lambda x: rgb2grey(x).float(), "tiny", "dtype torch.float32", "torch.uint8")
+
+
+def test_returning_nothing_is_caught():
+    fails(lambda x: None, "tiny", "returned NoneType")
+
+
+def test_returning_the_red_channel_is_caught():
+    fails(lambda x: x[0], "photo", "pixels are wrong")
+
+
+def test_writing_into_the_input_is_caught():
+    def mutates(x):
+        y = rgb2grey(x)
+        x[0] = 0
+        return y
+    fails(mutates, "tiny", "changed its input")
+
+
+def test_message_names_coordinates_and_values():
+    msg = fails(vectorised(post=lambda v: v + 1), "ragged", "first at row 0, col 0", "yours", "expected", "Hint:")
+    assert "259 pixels" in msg
+
+
+def test_unknown_case_is_a_clear_error():
+    with pytest.raises(ValueError, match="choose one of"):
+        check_rgb2grey(rgb2grey, "huge")
+
+
+def test_passing_the_result_instead_of_the_function_is_a_clear_error():
+    with pytest.raises(TypeError, match="pass your function itself"):
+        check_rgb2grey(rgb2grey(grey_cases("tiny")[0][1]))
+
+
+def test_unwritten_pixels_are_reported_as_never_written():
+    x = grey_cases("ragged")[0][1]
+    out = rgb2grey(x).clone()
+    out[-1, -5:] = 171
+    with pytest.raises(AssertionError, match="never written"):
+        check_grey(out, x, "k", "ragged", unwritten=171)
+
+
+@pytest.mark.skipif(has_gpu(), reason="this machine has a GPU")
+def test_cuda_check_fails_without_a_gpu_saying_so():
+    with pytest.raises(GPUNeeded, match="needs an NVIDIA GPU") as info:
+        check_rgb2grey_cuda(object(), "tiny")
+    assert isinstance(info.value, AssertionError)

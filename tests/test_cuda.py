@@ -1,0 +1,118 @@
+"""load_cuda: builds once per source, rebuilds an edited one, shows compiler errors in the student's lines, stays quiet."""
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from course import CompileError, cdiv, cuda_begin, load_cuda
+from course.cuda import compiler_errors
+
+KERNEL = cuda_begin + r"""
+__global__ void rgb_to_grayscale_kernel(unsigned char* x, unsigned char* out, int n) {
+    int i = blockIdx.x*blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 0.2989f*x[i] + 0.5870f*x[i+n] + 0.1140f*x[i+2*n];
+}
+
+torch::Tensor rgb_to_grayscale(torch::Tensor input) {
+    CHECK_INPUT(input);
+    int h = input.size(1);
+    int w = input.size(2);
+    auto output = torch::empty({h, w}, input.options());
+    rgb_to_grayscale_kernel<<<cdiv(w*h, 256), 256>>>(
+        input.data_ptr<unsigned char>(), output.data_ptr<unsigned char>(), w*h);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return output;
+}
+"""
+CPP = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"
+
+
+@pytest.fixture(scope="module")
+def build_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("builds")
+    old = os.environ.get("COURSE_BUILD_DIR")
+    os.environ["COURSE_BUILD_DIR"] = str(d)
+    yield d
+    if old is None:
+        del os.environ["COURSE_BUILD_DIR"]
+    else:
+        os.environ["COURSE_BUILD_DIR"] = old
+
+
+def test_cdiv_rounds_up():
+    assert [cdiv(n, 256) for n in (1, 256, 257, 1000, 0)] == [1, 1, 2, 4, 0]
+
+
+@pytest.mark.parametrize("funcs", [[], ["not a name"], [3]])
+def test_bad_funcs_are_rejected_before_compiling(funcs):
+    with pytest.raises(ValueError, match="funcs"):
+        load_cuda(KERNEL, CPP, funcs)
+
+
+def test_sources_must_be_strings():
+    with pytest.raises(TypeError, match="strings"):
+        load_cuda(None, CPP, ["rgb_to_grayscale"])
+
+
+def test_compiler_errors_keep_nvcc_and_gcc_messages_with_the_source_line():
+    log = textwrap.dedent("""\
+        [1/3] /usr/local/cuda/bin/nvcc ... -c kernel.cu -o kernel.cuda.o
+        FAILED: kernel.cuda.o
+        cuda_src(3): error: identifier "y" is undefined
+              out[i] = y;
+                       ^
+        1 error detected in the compilation of "kernel.cu".
+        cpp_src:1:15: error: 'Tensr' in namespace 'torch' does not name a type
+        ninja: build stopped: subcommand failed.
+        """)
+    text = compiler_errors(log, ("a\nb\n    out[i] = y;\n", "torch::Tensr f();"))
+    assert 'cuda_src(3): error: identifier "y" is undefined' in text
+    assert "   3 |     out[i] = y;" in text
+    assert "cpp_src:1:15: error" in text and "   1 | torch::Tensr f();" in text
+    assert "ninja" not in text and "nvcc ..." not in text
+
+
+def test_compile_is_quiet_cached_and_rebuilt_when_edited(build_dir):
+    # A cold build in a fresh process writes nothing to stderr (nbgrader zeroes cells that do).
+    code = ("import sys; sys.path.insert(0, %r); from tests.test_cuda import KERNEL, CPP; "
+            "from course import load_cuda; m = load_cuda(KERNEL, CPP, ['rgb_to_grayscale']); print(m.__file__)"
+            % str(Path(__file__).parent.parent))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "COURSE_BUILD_DIR": str(build_dir)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    so = Path(proc.stdout.strip().splitlines()[-1])
+    built_at = so.stat().st_mtime
+
+    # The same source in another process: loaded, not rebuilt.
+    t = time.perf_counter()
+    m = load_cuda(KERNEL, CPP, ["rgb_to_grayscale"])
+    assert time.perf_counter() - t < 10
+    assert Path(m.__file__) == so and so.stat().st_mtime == built_at
+    assert callable(m.rgb_to_grayscale)
+    assert load_cuda(KERNEL, CPP, ["rgb_to_grayscale"]) is m
+
+    # An edited source gets its own module: never a stale one under a fixed name.
+    edited = load_cuda(KERNEL.replace("0.1140f", "0.1141f"), CPP, ["rgb_to_grayscale"])
+    assert Path(edited.__file__) != so
+
+
+def test_compile_error_points_into_the_students_source(build_dir):
+    broken = KERNEL.replace("out[i] = 0.2989f", "out[i] = 0.2989f*y")
+    line = next(n for n, text in enumerate(broken.splitlines(), 1) if "*y" in text)
+    with pytest.raises(CompileError) as info:
+        load_cuda(broken, CPP, ["rgb_to_grayscale"])
+    msg = str(info.value)
+    assert f'cuda_src({line}): error: identifier "y" is undefined' in msg
+    assert "0.2989f*y" in msg
+    assert "ninja" not in msg and len(msg.splitlines()) < 15
+
+
+def test_declared_but_undefined_function_is_explained(build_dir):
+    with pytest.raises(CompileError, match=r"cpp_src declares `rgb_to_grayscale\(at::Tensor\)`"):
+        load_cuda(KERNEL.replace("torch::Tensor rgb_to_grayscale(torch::Tensor input)",
+                                 "torch::Tensor rgb_to_greyscale(torch::Tensor input)"), CPP, ["rgb_to_grayscale"])

@@ -1,0 +1,53 @@
+"""Source notebooks are clean, numbered, and built the way nbgrader and nbval need."""
+import json
+
+import pytest
+
+from tests.test_release import ROOT
+
+NOTEBOOKS = sorted((ROOT / "source").rglob("*.ipynb"))
+GPU_CALLS = ("check_rgb2grey_cuda", "module.", ".to(device())")
+
+
+def cells(path):
+    return json.loads(path.read_text())["cells"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_outputs_or_execution_counts(path):
+    dirty = [i for i, c in enumerate(cells(path)) if c["cell_type"] == "code" and (c["outputs"] or c["execution_count"])]
+    assert not dirty, f"{path.name}: cells {dirty} have outputs; clear them before committing"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_opens_with_a_title_and_a_goal(path):
+    first = "".join(cells(path)[0]["source"])
+    assert first.startswith("# ") and "**Goal:**" in first
+    assert path.name[:3].rstrip("_").isdigit()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_test_cells_are_locked_have_points_a_docstring_and_one_call(path):
+    for c in cells(path):
+        meta = c["metadata"].get("nbgrader", {})
+        if not meta.get("grade"):
+            continue
+        src = "".join(c["source"]).strip().splitlines()
+        assert meta["locked"] and meta["points"] > 0, meta["grade_id"]
+        assert src[0].startswith('"""') and src[0].endswith('"""'), meta["grade_id"]
+        assert len(src) == 2 and src[1].startswith("check_"), meta["grade_id"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_cells_that_need_a_gpu_are_tagged(path):
+    for c in cells(path):
+        src = "".join(c["source"])
+        code = [line for line in src.splitlines() if not line.startswith(("from ", "import "))]
+        if c["cell_type"] == "code" and any(call in line for line in code for call in GPU_CALLS) \
+                and "load_cuda(" not in src:
+            assert "gpu" in c["metadata"].get("tags", []), src[:80]
+
+
+def test_grade_ids_are_unique_across_the_course():
+    ids = [c["metadata"]["nbgrader"]["grade_id"] for p in NOTEBOOKS for c in cells(p) if "nbgrader" in c["metadata"]]
+    assert len(ids) == len(set(ids))

@@ -1,0 +1,77 @@
+"""release/ is nbgrader's output for source/, kept in step; the CUDA exercise's stub is C, so it compiles."""
+import filecmp
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell
+
+from course.release import C_STUB, ClearCudaSolutions
+
+ROOT = Path(__file__).resolve().parent.parent
+ASSIGNMENTS = sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir())
+
+
+def nbgrader(*args, cwd, timeout=1800):
+    """Runs an nbgrader command in a course folder, with this Python (nbgrader calls `alembic` by name)."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory):
+    course = tmp_path_factory.mktemp("course")
+    shutil.copytree(ROOT / "source", course / "source")
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    for a in ASSIGNMENTS:
+        proc = nbgrader("generate_assignment", a, "--force", cwd=course)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return course / "release"
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_release_is_up_to_date(regenerated, assignment):
+    fresh, committed = regenerated / assignment, ROOT / "release" / assignment
+    names = sorted(p.name for p in fresh.glob("*.ipynb"))
+    assert names == sorted(p.name for p in committed.glob("*.ipynb")), "run `make release` and commit release/"
+    stale = [n for n in names if not filecmp.cmp(fresh / n, committed / n, shallow=False)]
+    assert not stale, f"release/{assignment}/{stale} differ from what source/ generates: run `make release`"
+
+
+def test_released_cuda_source_has_a_c_stub_and_no_solution(regenerated):
+    nb = nbformat.read(regenerated / "grayscale" / "04_L3_cuda.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "rgb_to_grayscale_cuda")
+    assert cell.source.count(C_STUB) == 2
+    assert "NotImplementedError" not in cell.source
+    assert "blockIdx" not in cell.source and "<<<" not in cell.source
+
+
+def test_released_python_exercises_get_the_python_stub(regenerated):
+    nb = nbformat.read(regenerated / "grayscale" / "01_L0_loop.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    assert "raise NotImplementedError()" in cell.source and "0.2989" not in cell.source
+
+
+def clear(source):
+    cell = new_code_cell(source)
+    pre = ClearCudaSolutions(code_stub={"python": "# YOUR CODE HERE\nraise NotImplementedError()"})
+    replaced = pre._replace_solution_region(cell, "python")
+    return replaced, cell.source
+
+
+def test_c_regions_get_a_c_comment_and_python_regions_python():
+    replaced, text = clear('src = r"""\n  // BEGIN SOLUTION\n  int i = 0;\n  // END SOLUTION\n"""\n'
+                           'def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION')
+    assert replaced
+    assert text == ('src = r"""\n  // YOUR CODE HERE\n"""\n'
+                    'def f():\n    # YOUR CODE HERE\n    raise NotImplementedError()')
+
+
+def test_unclosed_c_region_is_an_error():
+    with pytest.raises(RuntimeError, match="no end solution"):
+        clear('x = r"""\n// BEGIN SOLUTION\nint i;\n"""')
