@@ -23,7 +23,7 @@ def _hint(text):
         return "the function asked for more GPU memory than there is: check the sizes you allocate"
     if "must be a CUDA tensor" in text or "must be contiguous" in text:
         return "the function's input checks rejected the input the check gave it"
-    if "invalid configuration" in text:
+    if "invalid configuration" in text or "invalid argument" in text:
         return ("the launch asked for an impossible grid: threads per block must be 1 to 1024 and "
                 "blocks at least 1 (an empty image launches 0 blocks: return before the launch)")
     return "read the error above: it comes from your C++ function or from your kernel"

@@ -90,7 +90,7 @@ def test_bobs_messages_name_his_mistakes(graded):
     assert "check the weights" in outputs(graded, "bob", L0, "rgb2grey_py_photo")
     if ON_GPU:
         assert "never written" in outputs(graded, "bob", L3, "rgb_to_grayscale_cuda_ragged_sizes")
-        assert "invalid configuration" in outputs(graded, "bob", L3, "rgb_to_grayscale_cuda_tiny")
+        assert "impossible grid" in outputs(graded, "bob", L3, "rgb_to_grayscale_cuda_tiny")
 
 
 def test_grade_table_lists_every_exercise_and_a_total(graded):
