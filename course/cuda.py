@@ -12,6 +12,8 @@ from pathlib import Path
 
 import torch
 
+from .device import cpu_mode
+
 # The lecture's boilerplate, with lighter headers than torch/extension.h: the same names
 # (torch::Tensor, torch::empty, TORCH_CHECK), half the compile time (see benchmarks/compile.py).
 cuda_begin = r'''
@@ -83,9 +85,9 @@ def _set_build_env():
             os.environ["TORCH_CUDA_ARCH_LIST"] = "9.0"  # the course's GPU host, an H200
 
 
-def _cpp_extension():
-    _set_build_env()
-    # Without a GPU, importing cpp_extension logs a warning to stderr; nbgrader would zero the cell.
+def quiet_cpp_extension():
+    """torch.utils.cpp_extension, imported without the warning it logs to stderr where there is no GPU."""
+    # nbgrader zeroes a test cell that writes to stderr.
     log = logging.getLogger("torch.utils.cpp_extension")
     level = log.level
     log.setLevel(logging.ERROR)
@@ -93,6 +95,12 @@ def _cpp_extension():
         from torch.utils import cpp_extension
     finally:
         log.setLevel(level)
+    return cpp_extension
+
+
+def _cpp_extension():
+    _set_build_env()
+    cpp_extension = quiet_cpp_extension()
     if not cpp_extension.CUDA_HOME:
         cpp_extension.CUDA_HOME = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
     return cpp_extension
@@ -163,32 +171,33 @@ def _undefined_symbol(message):
 
 
 def load_cuda(cuda_src, cpp_src, funcs, opt=False, verbose=False):
-    """Compiles CUDA and C++ source into a module with funcs; an unchanged source is not rebuilt (taught in grayscale/L3)."""
+    """Compiles CUDA and C++ source into a module with funcs (run on the CPU in CPU mode); an unchanged source is not rebuilt (taught in grayscale/L3)."""
     if not isinstance(cuda_src, str) or not isinstance(cpp_src, str):
         raise TypeError("cuda_src and cpp_src must be strings of source code")
     funcs = _funcs(funcs)
     flags = ["-O2"] if opt else []
-    key = "\0".join([_LAYOUT, torch.__version__, cuda_src, cpp_src, *funcs, *flags])
+    cpu = cpu_mode()
+    parts = [_LAYOUT, torch.__version__, cuda_src, cpp_src, *funcs, *flags]
+    if cpu:  # CPU mode: the same source, built by g++ to run on the CPU (course/cpu.py)
+        parts += ["cpu", _cpu_signature()]
+    key = "\0".join(parts)
     name = f"{funcs[0]}_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
     if name in _loaded:
         return _loaded[name]
-    cpp_extension = _cpp_extension()
     build_dir = build_root() / name
     build_dir.mkdir(parents=True, exist_ok=True)
-    for label in ("cuda_src", "cpp_src", "funcs"):
-        # nvcc lists #line names as dependencies; ninja would rebuild each time if they were missing.
-        if not (build_dir / label).exists():
-            (build_dir / label).touch()
-    paths = []
-    for fname, text in _sources(cuda_src, cpp_src, funcs).items():
-        _write(build_dir / fname, text)
-        paths.append(str(build_dir / fname))
     with warnings.catch_warnings():
         if not verbose:
             warnings.simplefilter("ignore")
         try:
-            module = cpp_extension.load(name=name, sources=paths, extra_cuda_cflags=flags,
-                                        build_directory=str(build_dir), verbose=verbose)
+            if cpu:
+                from . import cpu as cpu_build
+                module = cpu_build.build(name, build_dir, cuda_src, _sources(cuda_src, cpp_src, funcs)["main.cpp"],
+                                         opt=opt, verbose=verbose)
+            else:
+                module = _build_gpu(name, build_dir, cuda_src, cpp_src, funcs, flags, verbose)
+        except CompileError:
+            raise
         except RuntimeError as e:
             errors = compiler_errors(str(e), (cuda_src, cpp_src))
             if errors is None:
@@ -202,6 +211,31 @@ def load_cuda(cuda_src, cpp_src, funcs, opt=False, verbose=False):
                                "exact name and argument types; make the two signatures match") from None
     _loaded[name] = module
     return module
+
+
+def _cpu_signature():
+    global _cpu_sig
+    if _cpu_sig is None:
+        from . import cpu as cpu_build
+        _cpu_sig = cpu_build.signature()
+    return _cpu_sig
+
+
+_cpu_sig = None
+
+
+def _build_gpu(name, build_dir, cuda_src, cpp_src, funcs, flags, verbose):
+    cpp_extension = _cpp_extension()
+    for label in ("cuda_src", "cpp_src", "funcs"):
+        # nvcc lists #line names as dependencies; ninja would rebuild each time if they were missing.
+        if not (build_dir / label).exists():
+            (build_dir / label).touch()
+    paths = []
+    for fname, text in _sources(cuda_src, cpp_src, funcs).items():
+        _write(build_dir / fname, text)
+        paths.append(str(build_dir / fname))
+    return cpp_extension.load(name=name, sources=paths, extra_cuda_cflags=flags,
+                              build_directory=str(build_dir), verbose=verbose)
 
 
 def module_path(module):

@@ -1,4 +1,6 @@
-"""Where kernels run: the GPU when there is one, and a plain message when there is not."""
+"""Where kernels run: the GPU when there is one, else the CPU (CPU mode), with a plain message for what needs a GPU."""
+import os
+
 import torch
 
 
@@ -11,9 +13,32 @@ def has_gpu():
     return torch.cuda.is_available()
 
 
+def cpu_mode():
+    """True when load_cuda builds kernels to run on the CPU: COURSE_CPU_MODE=1, or no GPU unless COURSE_CPU_MODE=0."""
+    flag = os.environ.get("COURSE_CPU_MODE", "").strip()
+    if flag == "1":
+        return True
+    if flag == "0":
+        return False
+    return not has_gpu()
+
+
 def device():
-    """The device lessons put tensors on: cuda when there is a GPU, else cpu."""
-    return torch.device("cuda" if has_gpu() else "cpu")
+    """The device lessons put tensors on: cpu in CPU mode (or without a GPU), else cuda."""
+    return torch.device("cpu" if cpu_mode() or not has_gpu() else "cuda")
+
+
+def synchronize():
+    """Waits until the GPU has finished the kernels launched so far; nothing to wait for in CPU mode."""
+    if not cpu_mode() and has_gpu():
+        torch.cuda.synchronize()
+
+
+def cpu_banner():
+    """One line saying what CPU mode means, for a notebook to print."""
+    why = "COURSE_CPU_MODE=1" if has_gpu() else "no GPU here"
+    return (f"CPU mode ({why}): your CUDA kernels run on the CPU. Their results are real, but timings are "
+            "not GPU timings, and races and memory faults may behave differently.")
 
 
 def require_gpu(what):

@@ -34,13 +34,15 @@ CPP = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"
 @pytest.fixture(scope="module")
 def build_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("builds")
-    old = os.environ.get("COURSE_BUILD_DIR")
-    os.environ["COURSE_BUILD_DIR"] = str(d)
+    # These tests are about the GPU build (nvcc): CPU mode has its own, tests/test_cpu_mode.py.
+    saved = {k: os.environ.get(k) for k in ("COURSE_BUILD_DIR", "COURSE_CPU_MODE")}
+    os.environ.update(COURSE_BUILD_DIR=str(d), COURSE_CPU_MODE="0")
     yield d
-    if old is None:
-        del os.environ["COURSE_BUILD_DIR"]
-    else:
-        os.environ["COURSE_BUILD_DIR"] = old
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 def test_cdiv_rounds_up():
