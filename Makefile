@@ -17,10 +17,11 @@ $(VENV)/.installed: pyproject.toml
 release: setup  ## source/ -> release/ through nbgrader (solutions out, C stubs in)
 	nbgrader generate_assignment $(ASSIGNMENT) --force
 
-grade: release  ## autograde the example submissions and print the grade table
+grade: release  ## autograde the example submissions, print the grade table, re-verify in clean processes
 	$(PY) -m course.submissions $(ASSIGNMENT)
 	nbgrader autograde $(ASSIGNMENT) --create --force
 	$(PY) -m course.gradebook $(ASSIGNMENT)
+	$(PY) -m course.verify $(ASSIGNMENT)
 
 feedback: ## the HTML feedback students get, from the last autograde
 	nbgrader generate_feedback $(ASSIGNMENT) --force

@@ -1,7 +1,8 @@
 """nbgrader's configuration for the course: run `nbgrader ...` from this folder."""
-from nbgrader.converters import GenerateAssignment
-from nbgrader.preprocessors import ClearSolutions
+from nbgrader.converters import Autograde, GenerateAssignment
+from nbgrader.preprocessors import ClearSolutions, Execute
 
+from course.autograde import SafeExecute
 from course.release import ClearCudaSolutions
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
@@ -15,7 +16,11 @@ c.GenerateAssignment.preprocessors = [
 ]
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-# A cold CUDA compile takes about 30 s on a GPU host and a few minutes on a small CPU machine;
-# a check runs the kernel in a child process with its own time limit. 10 minutes per cell covers both.
+# A notebook whose kernel dies or hangs keeps the points of the cells before; later cells get none,
+# with the reason in their output (nbgrader alone would drop the student's whole assignment).
+# Cell time limits: course/autograde.py (10 minutes for a cell that compiles CUDA, 4 for the rest).
+c.Autograde.autograde_preprocessors = [
+    SafeExecute if p is Execute else p for p in Autograde().autograde_preprocessors
+]
 c.Execute.timeout = 600
 c.Execute.startup_timeout = 120

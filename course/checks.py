@@ -1,16 +1,22 @@
 """The one-line checks that test cells call: they raise AssertionError with a message a beginner can act on."""
+import contextlib
+import io
+import signal
+import threading
+
 import torch
 
 from .cuda import module_path
 from .device import require_gpu
 from .images import photo, small_photo
-from .isolation import SENTINEL, run_isolated
+from .isolation import SENTINEL, OutOfBounds, run_isolated
 from .reference import rgb2grey_exact
 
 # A float32 kernel computes the weighted sum with a rounding error far below 0.001 (FMA or not),
 # so it may land on either side of an integer only where the exact value is that close to one.
 # Rounding instead of truncating, or other weights, moves values by far more on most pixels.
 GREY_SLACK = 1e-3
+PYTHON_TIMEOUT = 60  # seconds: the slowest right answer takes about 2 s on the largest Python case
 
 
 def _random_image(h, w, seed):
@@ -18,7 +24,15 @@ def _random_image(h, w, seed):
     return torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=g)
 
 
-def grey_cases(case, python=False):
+def _random_sizes(seed, count, largest):
+    g = torch.Generator().manual_seed(seed)
+    return [tuple(int(v) for v in torch.randint(1, largest + 1, (2,), generator=g)) for _ in range(count)]
+
+
+CASES = ["tiny", "ragged", "tall_wide", "photo", "large", "random"]
+
+
+def grey_cases(case, python=False, seed=None):
     """The named inputs of a grayscale check: (description, (3, H, W) uint8 image) pairs."""
     sizes = {
         "tiny": [(1, 1)],
@@ -26,13 +40,18 @@ def grey_cases(case, python=False):
         "tall_wide": [(40, 1), (1, 40)] if python else [(1000, 1), (1, 1000), (3, 3001)],
         "large": [(2000, 3000)],
     }
+    names = [c for c in CASES if not (python and c == "large")]
+    if case not in names:
+        raise ValueError(f"unknown case {case!r}; choose one of {names}")
     if case == "photo":
         img = small_photo() if python else photo()
         return [(f"the photo ({img.shape[1]}x{img.shape[2]})", img)]
-    if case not in sizes or (python and case == "large"):
-        names = ["tiny", "ragged", "tall_wide", "photo"] + ([] if python else ["large"])
-        raise ValueError(f"unknown case {case!r}; choose one of {names}")
-    return [(f"a {h}x{w} image", _random_image(h, w, seed=h * 10007 + w)) for h, w in sizes[case]]
+    if case == "random":
+        if seed is None:
+            raise ValueError("the random case needs a seed: check_...(fn, 'random', seed=1234)")
+        sizes["random"] = _random_sizes(seed, 3, 200) if python else _random_sizes(seed, 4, 700)
+    return [(f"a {h}x{w} image", _random_image(h, w, seed=h * 10007 + w + (seed or 0)))
+            for h, w in sizes[case]]
 
 
 def _first(mask):
@@ -84,17 +103,49 @@ def check_grey(yours, x, what, where, unwritten=None):
     raise AssertionError(f"{msg}\nHint: {hint}")
 
 
-def check_rgb2grey(fn, case="photo"):
+class _TimedOut(BaseException):
+    """Raised inside a student's function when it runs past the check's time limit."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds):
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _TimedOut()
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def call_quietly(fn, x, what, where, seconds=PYTHON_TIMEOUT):
+    """Calls fn(x) with its printing captured and a time limit; any failure becomes an AssertionError."""
+    try:
+        with _time_limit(seconds), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
+            return fn(x)
+    except _TimedOut:
+        raise AssertionError(f"{what} did not finish within {seconds} s for {where} and was stopped. "
+                             "Hint: a loop that never ends (check its condition and what it counts).") from None
+    except Exception as e:
+        raise AssertionError(f"{what} raised {type(e).__name__} for {where}: {e}") from e
+
+
+def check_rgb2grey(fn, case="photo", seed=None):
     """Checks a Python-rung grayscale function against the reference on one case of inputs."""
     if not callable(fn):
         raise TypeError(f"pass your function itself, e.g. check_rgb2grey(rgb2grey_py), not {fn!r}")
     what = getattr(fn, "__name__", "your function")
-    for where, x in grey_cases(case, python=True):
+    for where, x in grey_cases(case, python=True, seed=seed):
         before = x.clone()
-        try:
-            yours = fn(x)
-        except Exception as e:
-            raise AssertionError(f"{what} raised {type(e).__name__} for {where}: {e}") from e
+        yours = call_quietly(fn, x, what, where)
         if not torch.equal(x, before):
             raise AssertionError(f"{what} changed its input image for {where}. "
                                  "Hint: write only into the output tensor.")
@@ -102,23 +153,81 @@ def check_rgb2grey(fn, case="photo"):
     print(f"{what}: {case} passed")
 
 
-def check_rgb2grey_cuda(module, case="photo", func="rgb_to_grayscale"):
-    """Checks a compiled rgb_to_grayscale on the GPU, in a child process, on one case of inputs."""
-    require_gpu(f"check_rgb2grey_cuda({case!r})")
-    cases = grey_cases(case)
+# Creating the output and viewing tensors is the wrapper's job; computing is the kernel's.
+ALLOWED_OPS = {"aten::" + op for op in (
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "zero_", "fill_", "ones", "full",
+    "view", "reshape", "_reshape_alias", "_unsafe_view", "as_strided", "select", "slice", "flatten",
+    "unsqueeze", "squeeze", "expand", "contiguous", "alias", "detach", "resize_", "t", "transpose",
+    "permute", "narrow", "lift_fresh", "to", "size", "stride", "numel", "data_ptr", "set_")}
+LIBRARY_KERNELS = ("at::", "at_cuda_detail", "cub::", "cublas", "cudnn", "cutlass", "nvjet", "sm90_")
+
+
+def own_kernels(events):
+    """The kernels a profiled call launched that are not PyTorch's or a library's."""
+    launched = [name for kind, name in events if kind == "cuda"]
+    launched += [name.split("::", 1)[1] for kind, name in events if name.startswith("cuda_cpu_launch::")]
+    return [k for k in launched if not any(lib in k for lib in LIBRARY_KERNELS)]
+
+
+def torch_ops(events):
+    """The PyTorch operations a profiled call ran that compute (anything beyond creating and viewing)."""
+    return sorted({name for kind, name in events
+                   if kind == "cpu" and name.startswith("aten::") and name not in ALLOWED_OPS})
+
+
+def _check_integrity(func, where, out):
+    ops, mine = torch_ops(out["events"]), own_kernels(out["events"])
+    if ops:
+        raise AssertionError(f"{func} computed with the PyTorch operation(s) {', '.join(ops)} for {where}. "
+                             "Hint: this exercise is the kernel: the wrapper only creates the output "
+                             "(torch::empty) and launches your kernel, which computes every pixel.")
+    if not mine:
+        raise AssertionError(f"{func} launched no kernel of its own for {where}. Hint: the output must come "
+                             "from your kernel: launch it with kernel<<<blocks, threads>>>(...).")
+    first, again = out["value"], out["again"]
+    if isinstance(first, torch.Tensor) and isinstance(again, torch.Tensor) and first.shape == again.shape \
+            and not torch.equal(first, again):
+        differ = first != again
+        idx = differ.nonzero()[0].tolist()
+        raise AssertionError(
+            f"{func} gave different outputs in two runs on the same input for {where}: "
+            f"{int(differ.sum()):,} values differ, the first at index {idx}: {int(first[tuple(idx)])}, "
+            f"then {int(again[tuple(idx)])}.\nHint: that is a race: threads write the same place, or read "
+            "what other threads write, in an order that changes from run to run.")
+
+
+def check_rgb2grey_cuda(module, case="photo", func="rgb_to_grayscale", seed=None):
+    """Checks a compiled rgb_to_grayscale in a child process on one case: an input case, "memory" or "integrity"."""
+    if case not in CASES + ["memory", "integrity"]:
+        raise ValueError(f"unknown case {case!r}; choose one of {CASES + ['memory', 'integrity']}")
+    from .device import cpu_mode
+    if not cpu_mode():
+        require_gpu(f"check_rgb2grey_cuda({case!r})")
     if not hasattr(module, func):
         raise AssertionError(f"the module has no function {func}: name it in funcs=[...] of load_cuda")
-    outputs = run_isolated(module_path(module), func, [x for _, x in cases],
-                           out_nbytes=[x[0].numel() for _, x in cases])
+    mode = case if case in ("memory", "integrity") else "run"
+    cases = grey_cases("ragged" if mode != "run" else case, seed=seed)
+    try:
+        outputs = run_isolated(module_path(module), func, [x for _, x in cases],
+                               out_nbytes=[x[0].numel() for _, x in cases], mode=mode)
+    except OutOfBounds as e:
+        raise AssertionError(
+            f"{func}: the memory check found out-of-bounds accesses on the ragged sizes: {e}.\n"
+            "Hint: a thread past the last pixel must do nothing: guard the body with `if (i < n)`, "
+            "and index only 0 <= i < n (x up to 3*n - 1).") from None
+    want = "cpu" if cpu_mode() else "cuda"
     for (where, x), out in zip(cases, outputs):
         if out["input_changed"]:
             raise AssertionError(f"{func} changed its input image for {where}. "
                                  "Hint: the kernel should only write into the output.")
         if isinstance(out["value"], torch.Tensor):
-            if not out["device"].startswith("cuda"):
+            if not out["device"].startswith(want):
                 raise AssertionError(f"{func} returned a tensor on {out['device']} for {where}; "
-                                     "expected it on the GPU. Hint: allocate it with input.options().")
+                                     f"expected it on {want}. Hint: allocate it with input.options().")
             if not out["contiguous"]:
                 raise AssertionError(f"{func} returned a non-contiguous tensor for {where}.")
-        check_grey(out["value"], x, func, where, unwritten=SENTINEL)
+        if mode == "integrity":
+            _check_integrity(func, where, out)
+        # Under the memory check every tensor is a fresh allocation: no sentinel to find there.
+        check_grey(out["value"], x, func, where, unwritten=None if mode == "memory" else SENTINEL)
     print(f"{func}: {case} passed")

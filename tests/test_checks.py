@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from course import GPUNeeded, blk_kernel, cdiv, check_rgb2grey, check_rgb2grey_cuda, has_gpu, rgb2grey, run_kernel
-from course.checks import check_grey, grey_cases
+from course.checks import _check_integrity, call_quietly, check_grey, grey_cases, own_kernels, torch_ops
 from course.reference import rgb2grey_exact
 
 CASES = ["tiny", "ragged", "tall_wide", "photo"]
@@ -88,9 +88,9 @@ def test_off_by_one_only_where_the_exact_value_is_next_to_an_integer_passes():
 
 # ---- known-wrong answers fail, each for its own reason
 
-def fails(fn, case, *patterns):
+def fails(fn, case, *patterns, seed=None):
     with pytest.raises(AssertionError) as info:
-        check_rgb2grey(fn, case)
+        check_rgb2grey(fn, case, seed=seed)
     for p in patterns:
         assert p in str(info.value), str(info.value)
     return str(info.value)
@@ -163,8 +163,85 @@ def test_unwritten_pixels_are_reported_as_never_written():
         check_grey(out, x, "k", "ragged", unwritten=171)
 
 
+# ---- hidden sizes, hangs, printing
+
+def test_hidden_sizes_depend_on_the_seed_and_need_one():
+    a = [x.shape for _, x in grey_cases("random", python=True, seed=1)]
+    b = [x.shape for _, x in grey_cases("random", python=True, seed=2)]
+    assert a != b
+    with pytest.raises(ValueError, match="needs a seed"):
+        grey_cases("random")
+
+
+def test_an_answer_hard_coded_to_the_visible_sizes_fails_the_hidden_ones():
+    seen = {tuple(x.shape[1:]) for c in CASES for _, x in grey_cases(c, python=True)}
+
+    def memorised(x):
+        return rgb2grey(x) if tuple(x.shape[1:]) in seen else torch.zeros(x.shape[1:], dtype=torch.uint8)
+    for c in CASES:
+        check_rgb2grey(memorised, c)
+    fails(memorised, "random", "pixels are wrong", seed=3)
+
+
+def test_a_function_that_never_returns_is_stopped():
+    def forever(x):
+        while True:
+            pass
+    with pytest.raises(AssertionError, match="did not finish within 1 s"):
+        call_quietly(forever, None, "forever", "a test", seconds=1)
+
+
+def test_a_function_that_prints_to_stderr_passes_quietly(capfd):
+    import sys
+
+    def chatty(x):
+        print("working", file=sys.stderr)
+        print("working")
+        return rgb2grey(x)
+    check_rgb2grey(chatty, "ragged")
+    out, err = capfd.readouterr()
+    assert err == "" and out.strip() == "chatty: ragged passed"
+
+
+# ---- integrity: the profile of a call tells a kernel of one's own from PyTorch's
+
+GPU_EVENTS = [("cpu", "aten::empty"), ("cpu", "cudaLaunchKernel"), ("cuda", "k(unsigned char*, unsigned char*, int)")]
+TORCH_EVENTS = [("cpu", "aten::mul"), ("cpu", "aten::add"), ("cpu", "aten::_to_copy"),
+                ("cuda", "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float> >")]
+
+
+def test_a_kernel_of_ones_own_is_recognised_on_the_gpu_and_in_cpu_mode():
+    assert own_kernels(GPU_EVENTS) == ["k(unsigned char*, unsigned char*, int)"]
+    assert own_kernels([("cpu", "cuda_cpu_launch::rgb_to_grayscale_kernel")]) == ["rgb_to_grayscale_kernel"]
+    assert own_kernels(TORCH_EVENTS) == [] and torch_ops(GPU_EVENTS) == []
+    assert torch_ops(TORCH_EVENTS) == ["aten::_to_copy", "aten::add", "aten::mul"]
+
+
+def integrity(events, first, again):
+    return {"events": events, "value": first, "again": again}
+
+
+def test_computing_with_pytorch_fails_integrity_naming_the_operations():
+    y = torch.zeros(2, 2, dtype=torch.uint8)
+    with pytest.raises(AssertionError, match="PyTorch operation.*aten::add, aten::mul"):
+        _check_integrity("f", "a 2x2 image", integrity(TORCH_EVENTS + GPU_EVENTS, y, y))
+    with pytest.raises(AssertionError, match="no kernel of its own"):
+        _check_integrity("f", "a 2x2 image", integrity([("cpu", "aten::empty")], y, y))
+
+
+def test_two_runs_that_differ_are_diagnosed_as_a_race():
+    y = torch.zeros(2, 2, dtype=torch.uint8)
+    z = y.clone()
+    z[1, 0] = 9
+    with pytest.raises(AssertionError, match="race") as info:
+        _check_integrity("f", "a 2x2 image", integrity(GPU_EVENTS, y, z))
+    assert "index [1, 0]: 0, then 9" in str(info.value)
+    _check_integrity("f", "a 2x2 image", integrity(GPU_EVENTS, y, y.clone()))
+
+
 @pytest.mark.skipif(has_gpu(), reason="this machine has a GPU")
-def test_cuda_check_fails_without_a_gpu_saying_so():
+def test_cuda_check_without_a_gpu_or_cpu_mode_fails_saying_so(monkeypatch):
+    monkeypatch.setenv("COURSE_CPU_MODE", "0")
     with pytest.raises(GPUNeeded, match="needs an NVIDIA GPU") as info:
         check_rgb2grey_cuda(object(), "tiny")
     assert isinstance(info.value, AssertionError)

@@ -1,0 +1,57 @@
+"""nbgrader's execute step, made safe: a notebook whose kernel dies or hangs keeps the points earned before."""
+from nbformat.notebooknode import NotebookNode
+from nbgrader.preprocessors import Execute
+
+COMPILE_TIMEOUT = 600  # a cell that compiles CUDA: a cold build takes minutes on a small CPU machine
+CELL_TIMEOUT = 240  # any other cell: a check runs a few child processes of at most 60 s each
+
+
+def cell_timeout(cell):
+    """Seconds a cell may run: long for a cell that compiles, shorter for the rest."""
+    return COMPILE_TIMEOUT if "load_cuda(" in cell.source or "load_inline(" in cell.source else CELL_TIMEOUT
+
+
+def _error(ename, evalue):
+    return NotebookNode(output_type="error", ename=ename, evalue=evalue,
+                        traceback=[f"\x1b[0;31m{ename}\x1b[0m: {evalue}"])
+
+
+class SafeExecute(Execute):
+    """Execute that, when the kernel dies or stops answering, fails that cell and every later one with the reason."""
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._stopped = None
+        self.timeout_func = cell_timeout
+        try:
+            nb, resources = super().preprocess(nb, resources, km)
+        except Exception as e:  # the kernel could not even be shut down cleanly: keep what ran
+            if self._stopped is None:
+                raise
+            self.log.warning("after the kernel stopped: %s", e)
+        if self._stopped:
+            nb.metadata["course"] = {"kernel_stopped": self._stopped}
+        return nb, self.resources if resources is None else resources
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code":
+            return cell, resources
+        if self._stopped:
+            cell.outputs = [_error("NotRun", f"this cell did not run: {self._stopped}. It earns no points; "
+                                   "the cells before it kept theirs.")]
+            return cell, resources
+        try:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+            if any(o.get("ename") == "CellTimeoutError" for o in cell.outputs):
+                # An interrupt does not stop a kernel stuck in C or on the GPU: stop here, not at each cell.
+                self._stopped = (f"cell {index} ran past its limit of {cell_timeout(cell)} s and was "
+                                 "stopped (a loop that never ends?)")
+                self.log.warning("%s; the rest of this notebook gets no points", self._stopped)
+            return cell, resources
+        except Exception as e:
+            self._stopped = (f"the notebook's kernel stopped in cell {index} "
+                             f"({type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''})")
+            self.log.warning("%s; the rest of this notebook gets no points", self._stopped)
+            cell.outputs.append(_error("KernelStopped", f"{self._stopped}. This cell and every later one "
+                                       "earn no points; a crash in your own code (e.g. a segfault in C++ "
+                                       "called here) or a hang stops the kernel."))
+            return cell, resources
