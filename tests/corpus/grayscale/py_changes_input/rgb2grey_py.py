@@ -1,0 +1,7 @@
+def rgb2grey_py(x):
+    c, h, w = x.shape
+    n = h * w
+    x = x.flatten()
+    for i in range(n):
+        x[i] = 0.2989*x[i] + 0.5870*x[i+n] + 0.1140*x[i+2*n]
+    return x[:n].view(h, w)
