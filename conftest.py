@@ -1,4 +1,5 @@
-"""nbval on a machine without a GPU: cells tagged `gpu` are skipped there, and run everywhere else."""
+"""nbval without a GPU: every cell runs (CUDA in CPU mode) except those tagged `gpu`, which only make
+sense on a GPU (timings, sanitizer output); each says why in its notebook. On a GPU host all run."""
 import pytest
 import torch
 
