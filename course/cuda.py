@@ -101,8 +101,9 @@ def quiet_cpp_extension():
 def _cpp_extension():
     _set_build_env()
     cpp_extension = quiet_cpp_extension()
-    if not cpp_extension.CUDA_HOME:
-        cpp_extension.CUDA_HOME = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    # cpp_extension fixes CUDA_HOME when first imported (CPU mode imports it before _set_build_env
+    # has run, and a symlinked nvcc in /usr/local/bin makes it guess /usr/local): use ours.
+    cpp_extension.CUDA_HOME = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
     return cpp_extension
 
 

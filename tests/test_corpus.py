@@ -125,7 +125,7 @@ def report(results, folder):
 
 @pytest.fixture(scope="module")
 def verdicts():
-    results = run_corpus(sorted(CASES), workers=max(1, min(8, (os.cpu_count() or 2) // 2)))
+    results = run_corpus(sorted(CASES), workers=max(2, min(8, (os.cpu_count() or 2) // 2)))
     if os.environ.get("COURSE_REPORT_DIR"):
         report(results, os.environ["COURSE_REPORT_DIR"])
     return results
