@@ -7,7 +7,7 @@ import threading
 import torch
 
 from .cuda import module_path
-from .device import require_gpu
+from .device import cpu_mode, require_gpu
 from .images import photo, small_photo
 from .isolation import SENTINEL, OutOfBounds, run_isolated
 from .reference import rgb2grey_exact
@@ -200,7 +200,6 @@ def check_rgb2grey_cuda(module, case="photo", func="rgb_to_grayscale", seed=None
     """Checks a compiled rgb_to_grayscale in a child process on one case: an input case, "memory" or "integrity"."""
     if case not in CASES + ["memory", "integrity"]:
         raise ValueError(f"unknown case {case!r}; choose one of {CASES + ['memory', 'integrity']}")
-    from .device import cpu_mode
     if not cpu_mode():
         require_gpu(f"check_rgb2grey_cuda({case!r})")
     if not hasattr(module, func):

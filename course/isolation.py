@@ -10,6 +10,8 @@ from pathlib import Path
 
 import torch
 
+from .device import cpu_mode
+
 SENTINEL = 0xAB  # what the output's memory holds before the kernel runs: 171 as uint8
 TIMEOUT = 60  # seconds for one check's child process: the largest case takes well under 1 s to run
 MEMCHECK_FAILED = 86  # compute-sanitizer's exit status when it found errors
@@ -68,7 +70,6 @@ def run_isolated(path, func, inputs, out_nbytes=None, timeout=TIMEOUT, mode="run
     if path in _hung:
         raise KernelFailed(f"skipped: your function did not finish in an earlier check and was stopped "
                            f"then; fix the hang first (a loop that never ends?).")
-    from .device import cpu_mode
     cpu = cpu_mode()
     with tempfile.TemporaryDirectory(prefix="course-check-") as tmp:
         job, result, log = Path(tmp) / "job.pt", Path(tmp) / "result.pt", Path(tmp) / "output.txt"
