@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -114,24 +115,33 @@ def verify_notebook(source_path, submitted_path, timeout=NOTEBOOK_TIMEOUT):
     return verdicts
 
 
-def verify(assignment, root=".", students=None, notebooks=None):
+def default_workers():
+    """How many notebooks to re-run at once: half the cores, at least one."""
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+def verify(assignment, root=".", students=None, notebooks=None, workers=1):
     """Rows (student, notebook, grade_id, notebook passed, re-run passed, message) for every submitted test."""
     root = Path(root)
-    rows = []
+    jobs = []
     for student_dir in sorted(p for p in (root / "submitted").iterdir() if (p / assignment).is_dir()):
-        student = student_dir.name
-        if students is not None and student not in students:
+        if students is not None and student_dir.name not in students:
             continue
         for submitted in sorted((student_dir / assignment).glob("*.ipynb")):
-            if notebooks is not None and submitted.stem not in notebooks:
-                continue
-            source = root / "source" / assignment / submitted.name
-            autograded = root / "autograded" / student / assignment / submitted.name
-            graded = notebook_verdicts(nbformat.read(autograded, as_version=4)) if autograded.exists() else {}
-            for grade_id, v in verify_notebook(source, submitted).items():
-                rows.append((student, submitted.stem, grade_id, graded.get(grade_id), v["passed"], v["message"]))
-            print(f"verified {student}/{submitted.name}", file=sys.stderr, flush=True)
-    return rows
+            if notebooks is None or submitted.stem in notebooks:
+                jobs.append((student_dir.name, submitted))
+
+    def one(job):
+        student, submitted = job
+        source = root / "source" / assignment / submitted.name
+        autograded = root / "autograded" / student / assignment / submitted.name
+        graded = notebook_verdicts(nbformat.read(autograded, as_version=4)) if autograded.exists() else {}
+        verdicts = verify_notebook(source, submitted)
+        print(f"verified {student}/{submitted.name}", file=sys.stderr, flush=True)
+        return [(student, submitted.stem, gid, graded.get(gid), v["passed"], v["message"]) for gid, v in verdicts.items()]
+
+    with ThreadPoolExecutor(workers) as pool:  # each notebook runs in a process of its own
+        return [row for rows in pool.map(one, jobs) for row in rows]
 
 
 def disagreements(rows):
@@ -143,13 +153,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("assignment", nargs="?")
     parser.add_argument("--student", action="append", help="only this student (repeatable)")
+    parser.add_argument("--workers", type=int, default=default_workers(), help="notebooks re-run at once")
     parser.add_argument("--child", nargs=2, metavar=("NOTEBOOK", "RESULT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         return _run_child(*args.child)
     if not args.assignment:
         parser.error("name the assignment, e.g. python -m course.verify grayscale")
-    rows = verify(args.assignment, students=args.student)
+    rows = verify(args.assignment, students=args.student, workers=args.workers)
     bad = disagreements(rows)
     never = [r for r in rows if r[3] is None]
     print(f"{len(rows)} tests re-run in clean processes; {len(bad)} disagree with the autograded notebooks")
