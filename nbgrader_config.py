@@ -1,8 +1,8 @@
 """nbgrader's configuration for the course: run `nbgrader ...` from this folder."""
 from nbgrader.converters import Autograde, GenerateAssignment
-from nbgrader.preprocessors import ClearSolutions, Execute
+from nbgrader.preprocessors import ClearSolutions, Execute, OverwriteCells
 
-from course.autograde import SafeExecute
+from course.autograde import RestoreHiddenTests, SafeExecute
 from course.release import ClearCudaSolutions
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
@@ -24,3 +24,9 @@ c.Autograde.autograde_preprocessors = [
 ]
 c.Execute.timeout = 600
 c.Execute.startup_timeout = 120
+
+# A test cell released without its hidden tests is not an edit: only real edits of locked cells are
+# reported (nbgrader alone warns about every hidden-test cell of every submission).
+c.Autograde.sanitize_preprocessors = [
+    RestoreHiddenTests if p is OverwriteCells else p for p in Autograde().sanitize_preprocessors
+]

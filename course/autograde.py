@@ -1,6 +1,7 @@
 """nbgrader's execute step, made safe: a notebook whose kernel dies or hangs keeps the points earned before."""
 from nbformat.notebooknode import NotebookNode
-from nbgrader.preprocessors import Execute
+from nbgrader.api import MissingEntry
+from nbgrader.preprocessors import ClearHiddenTests, Execute, OverwriteCells
 
 COMPILE_TIMEOUT = 600  # a cell that compiles CUDA: a cold build takes minutes on a small CPU machine
 CELL_TIMEOUT = 240  # any other cell: a check runs a few child processes of at most 60 s each
@@ -55,3 +56,25 @@ class SafeExecute(Execute):
                                        "earn no points; a crash in your own code (e.g. a segfault in C++ "
                                        "called here) or a hang stops the kernel."))
             return cell, resources
+
+
+class RestoreHiddenTests(OverwriteCells):
+    """OverwriteCells that warns only about real edits: a test cell as released, hidden tests cut, is unchanged.
+
+    nbgrader keeps a test cell's checksum from before its hidden tests are cut, so it reports every
+    released hidden-test cell as changed (jupyter/nbgrader#1961), burying a real edit of a locked cell.
+    """
+
+    def preprocess_cell(self, cell, resources, index):
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id is not None:
+            try:
+                source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+            except MissingEntry:
+                source = None
+            if source is not None and source.locked and source.source != cell.source:
+                released = NotebookNode(source=source.source)
+                if (ClearHiddenTests(config=self.config)._remove_hidden_test_region(released)
+                        and released.source == cell.source):
+                    cell.source = source.source
+        return super().preprocess_cell(cell, resources, index)

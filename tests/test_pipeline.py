@@ -2,6 +2,7 @@
 
 The CUDA tests run on the GPU where there is one, and in CPU mode elsewhere: the verdicts are the same.
 """
+import os
 import shutil
 from pathlib import Path
 
@@ -38,6 +39,7 @@ EXPECTED_PASSES = {
     "mallory": passed(L0, *PY_TESTS),  # in the notebook; course.verify finds out
 }
 STUDENTS = sorted(EXPECTED_PASSES)
+REPORT = Path(os.environ["COURSE_REPORT_DIR"]) if os.environ.get("COURSE_REPORT_DIR") else None
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +58,11 @@ def graded(tmp_path_factory):
     # dave's kernel dies on purpose (nbclient logs that as an ERROR); nothing else may go wrong.
     errors = [line for line in proc.stderr.splitlines() if "ERROR" in line and "Kernel died" not in line]
     assert not errors, proc.stderr
+    assert "has changed" not in proc.stderr, "a released hidden-test cell must not read as edited"
+    if REPORT:
+        REPORT.mkdir(parents=True, exist_ok=True)
+        table = grade_table(f"sqlite:///{course / 'gradebook.db'}", "grayscale", course / "release")
+        (REPORT / "grades.txt").write_text(table + "\n")
     return course
 
 
@@ -102,7 +109,7 @@ def test_writing_to_stderr_does_not_zero_a_right_answer(graded):
 
 
 def test_reverification_reports_a_redefined_check(graded):
-    rows = verify("grayscale", graded, students=["mallory", "alice"], notebooks=[L0])
+    rows = verify("grayscale", graded, students=["mallory", "alice"], notebooks=[L0], workers=2)
     bad = disagreements(rows)
     assert {(r[0], r[2]) for r in bad} == {("mallory", f"rgb2grey_py_{t}") for t in PY_TESTS}
     assert all("pixels are wrong" in r[5] for r in bad)
@@ -123,6 +130,8 @@ def test_an_old_grade_never_stands_in_for_a_new_one(graded):
 def test_feedback_shows_the_messages_a_student_reads(graded):
     proc = nbgrader("generate_feedback", "grayscale", "--force", cwd=graded)
     assert proc.returncode == 0, proc.stderr
+    if REPORT:
+        shutil.copytree(graded / "feedback", REPORT / "feedback", dirs_exist_ok=True)
     html = (graded / "feedback" / "bob" / "grayscale" / f"{L3}.html").read_text()
     assert "never written" in html and "impossible grid" in html and "Hint:" in html
 
@@ -134,3 +143,18 @@ def test_grade_table_lists_every_exercise_and_a_total(graded):
     assert lines[1].startswith(f"{L0}/rgb2grey_py_tiny")
     assert lines[-1].split()[0] == "total"
     assert lines[-1].split()[3] == "0/26"
+
+
+def test_an_edited_test_cell_is_reported_and_restored(graded, tmp_path):
+    course = shutil.copytree(graded, tmp_path / "course")
+    folder = course / "submitted" / "trudy" / "grayscale"
+    folder.mkdir(parents=True)
+    nb = nbformat.read(course / "submitted" / "alice" / "grayscale" / f"{L0}.ipynb", as_version=4)
+    tiny = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "rgb2grey_py_tiny")
+    tiny.source = "pass  # the test, deleted"
+    nbformat.write(nb, folder / f"{L0}.ipynb")
+    proc = nbgrader("autograde", "grayscale", "--create", "--student", "trudy", "--notebook", L0, cwd=course)
+    assert proc.returncode == 0, proc.stderr
+    changed = [line for line in proc.stderr.splitlines() if "has changed" in line]
+    assert len(changed) == 1 and "rgb2grey_py_tiny" in changed[0], proc.stderr
+    assert "rgb2grey_py: tiny passed" in outputs(course, "trudy", L0, "rgb2grey_py_tiny")
