@@ -27,8 +27,15 @@ class OutOfBounds(KernelFailed):
     """The memory check caught a read or write outside a tensor."""
 
 
+# glibc's words when a stray write has overwritten its bookkeeping between heap blocks (in CPU mode a
+# kernel's writes land in the same heap; on a GPU host only the C++ wrapper's can)
+HEAP_CORRUPTED = re.compile(r"free\(\): invalid|malloc\(\)|corrupted (size|double-linked)|double free or corruption|"
+                            r"munmap_chunk\(\)|malloc_consolidate")
+
+
 def _hint(text):
-    if "illegal memory access" in text or "out of bounds" in text.lower() or "SIGSEGV" in text:
+    if ("illegal memory access" in text or "out of bounds" in text.lower() or "SIGSEGV" in text
+            or "SIGBUS" in text or HEAP_CORRUPTED.search(text)):
         return ("a thread read or wrote outside a tensor (or the C++ wrapper used a bad pointer): check the "
                 "`if (i < n)` guard, the offsets n and 2*n, and every pointer you index")
     if "out of memory" in text or "can't allocate memory" in text or "bad_alloc" in text:
@@ -122,7 +129,9 @@ def _crashed(returncode, output, sanitized=False):
     else:
         what = f"stopped with exit code {returncode}"
     tail = "\n".join(output.strip().splitlines()[-12:])
-    return KernelFailed(f"the process running your function {what}.\n{tail}\nHint: {_hint(what)}.")
+    corrupted = HEAP_CORRUPTED.search(tail)
+    hint = _hint(f"{what}: {corrupted.group(0)}" if corrupted else what)
+    return KernelFailed(f"the process running your function {what}.\n{tail}\nHint: {hint}.")
 
 
 def _memory_verdict(returncode, output):

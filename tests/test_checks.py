@@ -1,9 +1,12 @@
 """The grayscale checks pass right answers and reject wrong ones, each with a reason a beginner can use."""
+import signal
+
 import pytest
 import torch
 
 from course import GPUNeeded, blk_kernel, cdiv, check_rgb2grey, check_rgb2grey_cuda, has_gpu, rgb2grey, run_kernel
 from course.checks import _check_integrity, call_quietly, check_grey, grey_cases, own_kernels, torch_ops
+from course.isolation import _crashed
 from course.reference import rgb2grey_exact
 
 CASES = ["tiny", "ragged", "tall_wide", "photo"]
@@ -245,3 +248,12 @@ def test_cuda_check_without_a_gpu_or_cpu_mode_fails_saying_so(monkeypatch):
     with pytest.raises(GPUNeeded, match="needs an NVIDIA GPU") as info:
         check_rgb2grey_cuda(object(), "tiny")
     assert isinstance(info.value, AssertionError)
+
+
+def test_a_crash_after_a_stray_write_names_the_write():
+    # far outside its tensor, a kernel's write in CPU mode may land in the C library's heap bookkeeping
+    for output in ("free(): invalid size", "malloc(): corrupted top size", "double free or corruption (out)"):
+        assert "outside a tensor" in str(_crashed(-signal.SIGABRT, f"{output}\n"))
+    assert "outside a tensor" in str(_crashed(-signal.SIGSEGV, ""))
+    other = str(_crashed(-signal.SIGABRT, "terminate called after throwing an instance of 'std::runtime_error'"))
+    assert "SIGABRT" in other and "outside a tensor" not in other
