@@ -18,10 +18,10 @@ release: setup  ## source/ -> release/ through nbgrader (solutions out, C stubs 
 	nbgrader generate_assignment $(ASSIGNMENT) --force
 
 grade: release  ## autograde the example submissions, print the grade table, re-verify in clean processes
-	$(PY) -m course.submissions $(ASSIGNMENT)
+	$(PY) -m course.grading.submissions $(ASSIGNMENT)
 	nbgrader autograde $(ASSIGNMENT) --create --force
-	$(PY) -m course.gradebook $(ASSIGNMENT)
-	$(PY) -m course.verify $(ASSIGNMENT)
+	$(PY) -m course.grading.gradebook $(ASSIGNMENT)
+	$(PY) -m course.grading.verify $(ASSIGNMENT)
 
 feedback: ## the HTML feedback students get, from the last autograde
 	nbgrader generate_feedback $(ASSIGNMENT) --force

@@ -2,8 +2,8 @@
 from nbgrader.converters import Autograde, GenerateAssignment
 from nbgrader.preprocessors import ClearSolutions, Execute, OverwriteCells
 
-from course.autograde import RestoreHiddenTests, SafeExecute
-from course.release import ClearCudaSolutions
+from course.grading.autograde import RestoreHiddenTests, SafeExecute
+from course.grading.release import ClearCudaSolutions
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from course import cuda_begin, has_gpu, load_cuda, photo
-from course.cuda import _cpp_extension
+from course.build.toolkit import set_build_env
 
 KERNEL = r"""
 __global__ void rgb_to_grayscale_kernel(unsigned char* x, unsigned char* out, int n) {
@@ -69,7 +69,7 @@ def timed(f):
 
 def lecture_style(img, build):
     """load_inline as the lecture calls it (a fresh name, so the build is cold)."""
-    ext = _cpp_extension()
+    ext = set_build_env()
     name = f"lecture_{uuid.uuid4().hex[:8]}"
     d = Path(build) / name
     d.mkdir(parents=True)

@@ -1,11 +1,32 @@
-"""CUDA for Python programmers: the helpers the notebooks import once a lesson has taught them."""
-from .checks import check_rgb2grey, check_rgb2grey_cuda
-from .cuda import CompileError, cdiv, cuda_begin, load_cuda
-from .device import GPUNeeded, cpu_banner, cpu_mode, device, has_gpu, require_gpu, synchronize
-from .images import photo, show_img, small_photo
-from .ladder import blk_kernel, blk_kernel2d, dim3, run_kernel
-from .reference import rgb2grey
+"""CUDA for Python programmers: the helpers the notebooks import once a lesson has taught them.
 
-__all__ = ["check_rgb2grey", "check_rgb2grey_cuda", "CompileError", "cdiv", "cuda_begin", "load_cuda",
-           "GPUNeeded", "cpu_banner", "cpu_mode", "device", "has_gpu", "require_gpu", "synchronize",
-           "photo", "show_img", "small_photo", "blk_kernel", "blk_kernel2d", "dim3", "run_kernel", "rgb2grey"]
+Names load on first use, so a check's child process does not pay for matplotlib or PIL.
+"""
+import importlib
+
+# name -> the module of this package that defines it
+_WHERE = {
+    "run_kernel": "ladder", "blk_kernel": "ladder", "blk_kernel2d": "ladder", "dim3": "ladder",
+    "cuda_begin": "cuda", "cdiv": "cuda", "load_cuda": "cuda", "CompileError": "cuda",
+    "GPUNeeded": "device", "cpu_banner": "device", "cpu_mode": "device", "device": "device",
+    "has_gpu": "device", "require_gpu": "device", "synchronize": "device",
+    "photo": "images", "small_photo": "images", "show_img": "images",
+    "digits": "digits", "show_digits": "digits",
+    "rgb2grey": "topics.grayscale", "check_rgb2grey": "topics.grayscale", "check_rgb2grey_cuda": "topics.grayscale",
+    "matmul_ref": "topics.matmul", "check_matmul": "topics.matmul", "check_matmul_cuda": "topics.matmul",
+    "check_matmul_tiled_cuda": "topics.matmul",
+    "cuda_time": "timing", "plot_times": "timing",
+}
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'course' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,5 +1,6 @@
 """The Python rungs of the ladder: runners that call a kernel once per thread, as CUDA would."""
 import itertools
+import threading
 from typing import NamedTuple
 
 import torch
@@ -94,9 +95,16 @@ def _call(f, where, *args):
 
 
 def run_kernel(f, times, *args):
-    """Calls f(i, *args) for i in range(times), as `times` CUDA threads would (taught in grayscale/L1)."""
-    _count("times", times)
+    """Calls f(i, *args) for i in range(times), or f(i, j, *args) for every (i, j) when times is (rows, cols) (taught in grayscale/L1, matmul/L1)."""
     args = _checked(args)
+    if isinstance(times, tuple):
+        if len(times) != 2:
+            raise TypeError(f"times must be an int or a pair (rows, cols), not {times!r}")
+        rows, cols = _count("times[0]", times[0]), _count("times[1]", times[1])
+        for i, j in itertools.product(range(rows), range(cols)):
+            _call(f, f"thread i={i}, j={j}", i, j, *args)
+        return
+    _count("times", times)
     for i in range(times):
         _call(f, f"thread i={i}", i, *args)
 
@@ -128,3 +136,91 @@ def blk_kernel2d(f, blocks, threads, *args):
         for tz, ty, tx in itertools.product(range(threads.z), range(threads.y), range(threads.x)):
             _call(f, f"block (x={bx}, y={by}, z={bz}), thread (x={tx}, y={ty}, z={tz})",
                   dim3(bx, by, bz), dim3(tx, ty, tz), threads, *args)
+
+
+class _Stop(BaseException):
+    """Unwinds the threads of a block that another thread's error has stopped."""
+
+
+class _Block:
+    """The threads of one block, run one at a time in a fixed order, each until it waits at syncthreads() or ends.
+
+    As in CPU mode's CUDA, nothing runs between two barriers but one thread at a time: a kernel that reads
+    what another thread has yet to write, or overwrites what another still needs, gives a wrong answer
+    every time, not once in a while.
+    """
+
+    def __init__(self, f, blockidx, threads, shared, args):
+        self.f, self.blockidx, self.threads, self.shared, self.args = f, blockidx, threads, shared, args
+        self.n = threads.x * threads.y * threads.z
+        self.go = [threading.Semaphore(0) for _ in range(self.n)]  # a thread's turn to run
+        self.back = threading.Semaphore(0)                          # the running thread paused or ended
+        self.local = threading.local()
+        self.paused, self.stopped, self.error = None, False, None
+
+    def syncthreads(self):
+        """__syncthreads(): waits until every thread of the block has arrived (or ended)."""
+        t = self.local.t
+        self.paused = "barrier"
+        self.back.release()
+        self.go[t].acquire()
+        if self.stopped:
+            raise _Stop()
+
+    def _thread(self, t, threadidx):
+        self.local.t = t
+        self.go[t].acquire()
+        try:
+            if not self.stopped:
+                self.f(self.blockidx, threadidx, self.threads, self.shared, self.syncthreads, *self.args)
+        except _Stop:
+            return
+        except Exception as e:
+            self.error = (threadidx, e)
+        self.paused = "done"
+        self.back.release()
+
+    def run(self):
+        idx = [dim3(tx, ty, tz) for tz, ty, tx in itertools.product(
+            range(self.threads.z), range(self.threads.y), range(self.threads.x))]
+        workers = [threading.Thread(target=self._thread, args=(t, i), daemon=True) for t, i in enumerate(idx)]
+        for w in workers:
+            w.start()
+        ready = list(range(self.n))
+        try:
+            while ready and self.error is None:
+                waiting = []
+                for t in ready:
+                    self.go[t].release()
+                    self.back.acquire()
+                    if self.paused == "barrier":
+                        waiting.append(t)
+                    if self.error is not None:
+                        break
+                ready = waiting  # every thread is waiting or done: the barrier opens
+        finally:
+            self.stopped = True
+            for g in self.go:
+                g.release()
+            for w in workers:
+                w.join()
+        if self.error is not None:
+            t, e = self.error
+            _call(_reraise, f"block (x={self.blockidx.x}, y={self.blockidx.y}, z={self.blockidx.z}), "
+                            f"thread (x={t.x}, y={t.y}, z={t.z})", e)
+
+
+def _reraise(e):
+    raise e
+
+
+def blk_kernel2d_shar(f, blocks, threads, sh_sz, *args):
+    """Like blk_kernel2d with shared memory and a barrier: calls f(blockidx, threadidx, blockdim, shared, syncthreads, *args) (taught in matmul/tiling)."""
+    blocks, threads = _as_dim3("blocks", blocks), _as_dim3("threads", threads)
+    _check_threads(threads)
+    _count("sh_sz", sh_sz)
+    args = _checked(args)
+    for bz, by, bx in itertools.product(range(blocks.z), range(blocks.y), range(blocks.x)):
+        # Each block's own shared memory, holding NaN until written: reading a slot too early shows.
+        shared = CheckedTensor(torch.full((sh_sz,), float("nan")))
+        _Block(f, dim3(bx, by, bz), threads, shared, args).run()

@@ -5,9 +5,13 @@ import pytest
 import torch
 
 from course import GPUNeeded, blk_kernel, cdiv, check_rgb2grey, check_rgb2grey_cuda, has_gpu, rgb2grey, run_kernel
-from course.checks import _check_integrity, call_quietly, check_grey, grey_cases, own_kernels, torch_ops
-from course.isolation import _crashed
-from course.reference import rgb2grey_exact
+from course.harness.child import Run
+from course.harness.cuda import _crashed
+from course.harness.exercise import Case
+from course.harness.integrity import judge as judge_integrity
+from course.harness.integrity import kernels, torch_ops
+from course.harness.python import call_quietly
+from course.topics.grayscale import RGB2GREY, grey_cases, judge_grey, rgb2grey_exact
 
 CASES = ["tiny", "ragged", "tall_wide", "photo"]
 
@@ -86,7 +90,7 @@ def test_off_by_one_only_where_the_exact_value_is_next_to_an_integer_passes():
     fused = exact.floor()
     fused[near] = exact[near].round()  # what a single rounding (FMA) can do next to an integer
     assert (fused != rgb2grey(x).double()).any() or near.sum() == 0
-    check_grey(fused.to(torch.uint8), x, "fma", "random")
+    judge_grey(fused.to(torch.uint8), Case("random", (x,)), "fma")
 
 
 # ---- known-wrong answers fail, each for its own reason
@@ -155,29 +159,29 @@ def test_unknown_case_is_a_clear_error():
 
 def test_passing_the_result_instead_of_the_function_is_a_clear_error():
     with pytest.raises(TypeError, match="pass your function itself"):
-        check_rgb2grey(rgb2grey(grey_cases("tiny")[0][1]))
+        check_rgb2grey(rgb2grey(grey_cases("tiny", None, "python")[0].args[0]))
 
 
 def test_unwritten_pixels_are_reported_as_never_written():
-    x = grey_cases("ragged")[0][1]
+    x = grey_cases("ragged", None, "cuda")[0].args[0]
     out = rgb2grey(x).clone()
     out[-1, -5:] = 171
     with pytest.raises(AssertionError, match="never written"):
-        check_grey(out, x, "k", "ragged", unwritten=171)
+        judge_grey(out, Case("ragged", (x,)), "k", unwritten=out == 171)
 
 
 # ---- hidden sizes, hangs, printing
 
 def test_hidden_sizes_depend_on_the_seed_and_need_one():
-    a = [x.shape for _, x in grey_cases("random", python=True, seed=1)]
-    b = [x.shape for _, x in grey_cases("random", python=True, seed=2)]
+    a = [c.args[0].shape for c in grey_cases("random", 1, "python")]
+    b = [c.args[0].shape for c in grey_cases("random", 2, "python")]
     assert a != b
     with pytest.raises(ValueError, match="needs a seed"):
-        grey_cases("random")
+        RGB2GREY.inputs("random", None, "python")
 
 
 def test_an_answer_hard_coded_to_the_visible_sizes_fails_the_hidden_ones():
-    seen = {tuple(x.shape[1:]) for c in CASES for _, x in grey_cases(c, python=True)}
+    seen = {tuple(c.args[0].shape[1:]) for case in CASES for c in grey_cases(case, None, "python")}
 
     def memorised(x):
         return rgb2grey(x) if tuple(x.shape[1:]) in seen else torch.zeros(x.shape[1:], dtype=torch.uint8)
@@ -191,7 +195,7 @@ def test_a_function_that_never_returns_is_stopped():
         while True:
             pass
     with pytest.raises(AssertionError, match="did not finish within 1 s"):
-        call_quietly(forever, None, "forever", "a test", seconds=1)
+        call_quietly(forever, (None,), "forever", "a test", seconds=1)
 
 
 def test_a_function_that_prints_to_stderr_passes_quietly(capfd):
@@ -213,33 +217,51 @@ TORCH_EVENTS = [("cpu", "aten::mul"), ("cpu", "aten::add"), ("cpu", "aten::_to_c
                 ("cuda", "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float> >")]
 
 
-def test_a_kernel_of_ones_own_is_recognised_on_the_gpu_and_in_cpu_mode():
-    assert own_kernels(GPU_EVENTS) == ["k(unsigned char*, unsigned char*, int)"]
-    assert own_kernels([("cpu", "cuda_cpu_launch::rgb_to_grayscale_kernel")]) == ["rgb_to_grayscale_kernel"]
-    assert own_kernels(TORCH_EVENTS) == [] and torch_ops(GPU_EVENTS) == []
+def test_a_kernel_of_ones_own_is_recognised_by_its_module_on_the_gpu_and_in_cpu_mode():
+    assert kernels(GPU_EVENTS, {"k"}) == (["k(unsigned char*, unsigned char*, int)"], [])
+    assert kernels([("cpu", "cuda_cpu_launch::rgb_to_grayscale_kernel")], set()) == (["rgb_to_grayscale_kernel"], [])
+    assert kernels(TORCH_EVENTS, {"k"}) == ([], [TORCH_EVENTS[-1][1]])
+    assert torch_ops(GPU_EVENTS) == []
     assert torch_ops(TORCH_EVENTS) == ["aten::_to_copy", "aten::add", "aten::mul"]
 
 
+def test_a_students_kernel_is_told_from_a_librarys_by_its_module_not_its_name():
+    gemm = ("cuda", "sm90_xmma_gemm_f32f32_tf32f32_f32_nn_n_tilesize128x128x32_cublas")
+    mine = ("cuda", "void matmul_cublas_like<16>(float const*, float const*, float*, int, int, int)")
+    assert kernels([gemm, mine], {"matmul_cublas_like"}) == ([mine[1]], [gemm[1]])
+    fill = ("cuda", "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+                    "std::array<char*, 1ul> >(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)")
+    assert kernels([fill, mine], {"matmul_cublas_like"}) == ([mine[1]], [])  # torch::zeros may make the output
+
+
 def integrity(events, first, again):
-    return {"events": events, "value": first, "again": again}
+    return Run(value=first, again=again, events=events)
 
 
 def test_computing_with_pytorch_fails_integrity_naming_the_operations():
     y = torch.zeros(2, 2, dtype=torch.uint8)
     with pytest.raises(AssertionError, match="PyTorch operation.*aten::add, aten::mul"):
-        _check_integrity("f", "a 2x2 image", integrity(TORCH_EVENTS + GPU_EVENTS, y, y))
+        judge_integrity("f", "a 2x2 image", integrity(TORCH_EVENTS + GPU_EVENTS, y, y), {"k"})
     with pytest.raises(AssertionError, match="no kernel of its own"):
-        _check_integrity("f", "a 2x2 image", integrity([("cpu", "aten::empty")], y, y))
+        judge_integrity("f", "a 2x2 image", integrity([("cpu", "aten::empty")], y, y), {"k"})
+    with pytest.raises(AssertionError, match="not in your source"):
+        judge_integrity("f", "a 2x2 image", integrity(GPU_EVENTS + [("cuda", "cublas_gemm")], y, y), {"k"})
 
 
-def test_two_runs_that_differ_are_diagnosed_as_a_race():
+def test_the_allowed_operations_cannot_be_widened_in_place():
+    from course.harness import integrity as integ
+    with pytest.raises(AttributeError):
+        integ.ALLOWED_OPS.add("aten::mul")
+
+
+def test_two_runs_that_differ_are_diagnosed_as_a_race_or_an_undefined_read():
     y = torch.zeros(2, 2, dtype=torch.uint8)
     z = y.clone()
     z[1, 0] = 9
     with pytest.raises(AssertionError, match="race") as info:
-        _check_integrity("f", "a 2x2 image", integrity(GPU_EVENTS, y, z))
-    assert "index [1, 0]: 0, then 9" in str(info.value)
-    _check_integrity("f", "a 2x2 image", integrity(GPU_EVENTS, y, y.clone()))
+        judge_integrity("f", "a 2x2 image", integrity(GPU_EVENTS, y, z), {"k"})
+    assert "index [1, 0]: 0, then 9" in str(info.value) and "memory check tells the two apart" in str(info.value)
+    judge_integrity("f", "a 2x2 image", integrity(GPU_EVENTS, y, y.clone()), {"k"})
 
 
 @pytest.mark.skipif(has_gpu(), reason="this machine has a GPU")

@@ -1,90 +1,103 @@
 """The grading corpus: each known-wrong answer loses points for its own reason, each right one gets full marks.
 
-Every answer in tests/corpus/grayscale/ meets the test cells of the instructor's notebook (hidden
-tests included), the way nbgrader runs them: the answer's cell, then each test cell's code, with
-the course's checks. CUDA answers run on the GPU where there is one and in CPU mode elsewhere.
-`python -m tests.test_corpus [--cuda] [--report DIR]` prints the table of verdicts
+tests/corpus/<topic>/cases.py lists the answers of one topic (a folder per answer, `<exercise>.py` holding
+the whole solution cell) and the verdicts each must get. An answer meets its notebook as the grader runs
+it: the instructor's cells in order with the answer in its solution cell (demo and `gpu` cells left out),
+then every test cell of that exercise, hidden tests included, with the course's checks. CUDA answers run
+on the GPU where there is one and in CPU mode elsewhere.
+`python -m tests.test_corpus [--topic T] [--cuda] [--report DIR]` prints the table of verdicts
 (`COURSE_REPORT_DIR` does the same for the test run).
 """
 import argparse
 import importlib.util
 import json
 import os
+import re
 import sys
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
 import nbformat
 import pytest
 import torch
 
-import course
 from course.device import cpu_mode
-from course.verify import is_test
+from course.grading.verify import is_test
+
 
 ROOT = Path(__file__).resolve().parent.parent
-CORPUS = ROOT / "tests" / "corpus" / "grayscale"
-NOTEBOOK = {"rgb2grey_py": "01_L0_loop", "rgb2grey_k": "02_L1_run_kernel", "rgb2grey_bk": "03_L2_blk_kernel",
-            "rgb_to_grayscale_cuda": "04_L3_cuda"}
-CPP_SRC = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"
+CORPUS = ROOT / "tests" / "corpus"
+TOPICS = sorted(p.name for p in CORPUS.iterdir() if (p / "cases.py").exists())
 
 
-def _load_cases():
-    spec = importlib.util.spec_from_file_location("corpus_cases", CORPUS / "cases.py")
+def _load(topic):
+    spec = importlib.util.spec_from_file_location(f"corpus_{topic}", CORPUS / topic / "cases.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.CASES
+    return module
 
 
-CASES = _load_cases()
+SPECS = {t: _load(t) for t in TOPICS}
+CASES = {f"{t}/{name}": case for t in TOPICS for name, case in SPECS[t].CASES.items()}
 
 
-def is_cuda(case):
-    return case.exercise == "rgb_to_grayscale_cuda"
+def is_cuda(key):
+    """True for an answer to a CUDA exercise (its notebook compiles it)."""
+    return CASES[key].exercise.endswith("_cuda")
 
 
-def notebook_tests(exercise):
-    """{test name: code} of the source notebook's test cells for an exercise, hidden tests included."""
-    nb = nbformat.read(ROOT / "source" / "grayscale" / f"{NOTEBOOK[exercise]}.ipynb", as_version=4)
-    cells = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells if is_test(c)}
-    prefix = os.path.commonprefix(list(cells))  # e.g. rgb2grey_py_
-    return {gid[len(prefix):]: src for gid, src in cells.items()}
+def notebook_cells(topic, exercise, answer):
+    """(grade_id of a test cell, or None for any other cell, code) in the order the exercise's notebook runs them."""
+    stem, prefix = SPECS[topic].EXERCISES[exercise]
+    nb = nbformat.read(ROOT / "source" / topic / f"{stem}.ipynb", as_version=4)
+    out = []
+    for cell in nb.cells:
+        tags, meta = cell.metadata.get("tags", []), cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or "demo" in tags or "gpu" in tags:
+            continue
+        code = re.sub(r"^%%?time +", "", cell.source, flags=re.M)  # %time is IPython's; the rest is Python
+        if is_test(cell):
+            if meta["grade_id"].startswith(prefix):
+                out.append((meta["grade_id"][len(prefix):], code))
+        else:
+            out.append((None, answer if meta.get("grade_id") == exercise else code))
+    return out
 
 
-def run_case(name):
-    """{test: {"passed", "message"}} for one corpus answer, each test cell run as the grader would."""
-    case = CASES[name]
-    ns = {n: getattr(course, n) for n in course.__all__}
-    ns["torch"] = torch
-    answer = (CORPUS / name / f"{case.exercise}.py").read_text()
-    verdicts = {}
-    try:
-        exec(compile(answer, f"<{name}>", "exec"), ns)
-        if is_cuda(case):
-            ns["module"] = course.load_cuda(ns["cuda_src"], CPP_SRC, ["rgb_to_grayscale"])
-    except Exception as e:  # the answer does not even run or compile: every test fails
-        return {t: {"passed": False, "message": f"{type(e).__name__}: {e}"} for t in notebook_tests(case.exercise)}
-    for test, code in notebook_tests(case.exercise).items():
+def run_case(key):
+    """{test: {"passed", "message"}} for one corpus answer, its notebook run as the grader would."""
+    topic, name = key.split("/")
+    case = CASES[key]
+    answer = (CORPUS / topic / name / f"{case.exercise}.py").read_text()
+    ns, verdicts = {"__name__": "__main__"}, {}
+    for test, code in notebook_cells(topic, case.exercise, answer):
         try:
-            exec(compile(code, f"<{name}:{test}>", "exec"), ns)
-            verdicts[test] = {"passed": True, "message": ""}
+            exec(compile(code, f"<{key}:{test or 'cell'}>", "exec"), ns)
+            passed, message = True, ""
         except Exception as e:
-            verdicts[test] = {"passed": False, "message": f"{type(e).__name__}: {e}"}
+            passed, message = False, f"{type(e).__name__}: {e}"
+        finally:
+            plt.close("all")
+        if test is not None:
+            verdicts[test] = {"passed": passed, "message": message}
     return verdicts
 
 
-def run_corpus(names, workers, done=lambda results: None):
+def run_corpus(keys, workers, done=lambda results: None):
     """Verdicts of the named cases: CUDA ones in threads (compiles and child processes), Python ones here.
 
     done(results so far) is called after each case, e.g. to keep a report up to date.
     """
-    cuda = [n for n in names if is_cuda(CASES[n])]
     results = {}
     with ThreadPoolExecutor(workers) as pool:
-        futures = {pool.submit(run_case, n): n for n in cuda}
-        for n in names:  # the Python answers here, in the main thread: their time limit needs it
-            if not is_cuda(CASES[n]):
-                results[n] = run_case(n)
+        futures = {pool.submit(run_case, k): k for k in keys if is_cuda(k)}
+        for k in keys:  # the Python answers here, in the main thread: their time limit needs it
+            if not is_cuda(k):
+                results[k] = run_case(k)
                 done(results)
         for future in as_completed(futures):
             results[futures[future]] = future.result()
@@ -92,9 +105,9 @@ def run_corpus(names, workers, done=lambda results: None):
     return dict(sorted(results.items()))
 
 
-def as_expected(name, got):
+def as_expected(key, got):
     """The ways a case's verdicts differ from what cases.py expects (empty when all agree)."""
-    case, problems = CASES[name], []
+    case, problems = CASES[key], []
     for test in sorted(set(case.fails) - set(got)):
         problems.append(f"{test}: no such test")
     for test, v in got.items():
@@ -114,54 +127,66 @@ def report(results, folder):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "corpus.json").write_text(json.dumps({"where": where, "verdicts": results}, indent=1))
     lines = [f"Verdicts on {where}", "", "| case | what | tests failed | as expected |", "|---|---|---|---|"]
-    for name in sorted(results):
-        failed = [t for t, v in results[name].items() if not v["passed"]]
-        problems = as_expected(name, results[name])
-        lines.append(f"| {name} | {CASES[name].what} | {', '.join(failed) or 'none: full marks'} | "
+    for key in sorted(results):
+        failed = [t for t, v in results[key].items() if not v["passed"]]
+        problems = as_expected(key, results[key])
+        lines.append(f"| {key} | {CASES[key].what} | {', '.join(failed) or 'none: full marks'} | "
                      f"{'yes' if not problems else 'NO: ' + '; '.join(problems)} |")
     (folder / "corpus.md").write_text("\n".join(lines) + "\n")
     return "\n".join(lines)
 
 
+def default_workers():
+    """CUDA cases at once: the cores, two at least (each case is mostly a compile, then child processes)."""
+    return max(2, min(12, os.cpu_count() or 2))
+
+
 @pytest.fixture(scope="module")
 def verdicts():
-    results = run_corpus(sorted(CASES), workers=max(2, min(8, (os.cpu_count() or 2) // 2)))
+    results = run_corpus(sorted(CASES), workers=default_workers())
     if os.environ.get("COURSE_REPORT_DIR"):
         report(results, os.environ["COURSE_REPORT_DIR"])
     return results
 
 
-def test_the_corpus_is_big_and_varied_enough():
-    cuda = [c for c in CASES.values() if is_cuda(c)]
-    python = [c for c in CASES.values() if not is_cuda(c)]
-    assert sum(bool(c.fails) for c in cuda) >= 20 and sum(not c.fails for c in cuda) >= 8
-    assert sum(bool(c.fails) for c in python) >= 8 and sum(not c.fails for c in python) >= 3
-    assert len({c.what for c in CASES.values()}) == len(CASES), "each case a distinct mistake or style"
-    for name, case in CASES.items():
-        assert (CORPUS / name / f"{case.exercise}.py").exists(), name
+pytestmark = [pytest.mark.xdist_group("corpus"), pytest.mark.timeout(3600)]
 
 
-def test_every_exercise_has_its_test_cells():
-    assert set(notebook_tests("rgb2grey_py")) == {"tiny", "ragged_sizes", "tall_and_wide", "photo", "hidden_sizes"}
-    assert set(notebook_tests("rgb_to_grayscale_cuda")) == {
-        "tiny", "ragged_sizes", "tall_and_wide", "photo", "large", "hidden_sizes", "memory", "integrity"}
+@pytest.mark.parametrize("topic", TOPICS)
+def test_the_corpus_is_big_and_varied_enough(topic):
+    cases = SPECS[topic].CASES
+    cuda = [c for c in cases.values() if c.exercise.endswith("_cuda")]
+    python = [c for c in cases.values() if not c.exercise.endswith("_cuda")]
+    assert sum(bool(c.fails) for c in cuda) >= 15 and sum(not c.fails for c in cuda) >= 6
+    assert sum(bool(c.fails) for c in python) >= 5 and sum(not c.fails for c in python) >= 3
+    assert len({c.what for c in cases.values()}) == len(cases), "each case a distinct mistake or style"
+    for name, case in cases.items():
+        assert (CORPUS / topic / name / f"{case.exercise}.py").exists(), name
+        assert case.exercise in SPECS[topic].EXERCISES, name
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_each_answer_gets_the_verdicts_it_deserves(verdicts, name):
-    assert not as_expected(name, verdicts[name]), "\n".join(as_expected(name, verdicts[name]))
+@pytest.mark.parametrize("topic", TOPICS)
+def test_every_exercise_has_test_cells(topic):
+    for exercise in SPECS[topic].EXERCISES:
+        assert [t for t, _ in notebook_cells(topic, exercise, "") if t], exercise
+
+
+@pytest.mark.parametrize("key", sorted(CASES))
+def test_each_answer_gets_the_verdicts_it_deserves(verdicts, key):
+    assert not as_expected(key, verdicts[key]), "\n".join(as_expected(key, verdicts[key]))
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Runs the grading corpus and prints its table of verdicts.")
+    parser.add_argument("--topic", action="append", choices=TOPICS, help="only this topic (repeatable)")
     parser.add_argument("--cuda", action="store_true", help="only the CUDA answers")
     parser.add_argument("--report", default=os.environ.get("COURSE_REPORT_DIR", "."), help="folder for corpus.md/json")
-    parser.add_argument("--workers", type=int, default=max(1, min(12, (os.cpu_count() or 2) - 2)))
+    parser.add_argument("--workers", type=int, default=default_workers())
     args = parser.parse_args(argv)
-    names = [n for n in sorted(CASES) if is_cuda(CASES[n]) or not args.cuda]
-    results = run_corpus(names, args.workers, done=lambda r: report(r, args.report))
+    keys = [k for k in sorted(CASES) if (is_cuda(k) or not args.cuda) and (not args.topic or k.split("/")[0] in args.topic)]
+    results = run_corpus(keys, args.workers, done=lambda r: report(r, args.report))
     print(report(results, args.report))
-    return 1 if any(as_expected(n, r) for n, r in results.items()) else 0
+    return 1 if any(as_expected(k, r) for k, r in results.items()) else 0
 
 
 if __name__ == "__main__":

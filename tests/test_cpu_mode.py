@@ -10,26 +10,28 @@ import pytest
 import torch
 
 from course import CompileError, cuda_begin, load_cuda
-from course import cpu
-from course.cuda import compiler_errors, import_compiled, module_path
+from course.build import cpu
+from course.build.errors import compiler_errors
+from course.build.load import import_compiled, module_path
 from course.device import cpu_banner, cpu_mode, device
-from course.checks import check_grey
+from course.harness.exercise import Case
+from course.topics.grayscale import judge_grey
 
 ROOT = Path(__file__).resolve().parent.parent
 CPP = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"
 
 
 def solution():
-    """The grayscale solution as a student submits it (examples/alice, the notebook's solution)."""
+    """The grayscale solution as a student submits it (examples/grayscale/alice, the notebook's solution)."""
     ns = {"cuda_begin": cuda_begin}
-    exec((ROOT / "examples" / "alice" / "rgb_to_grayscale_cuda.py").read_text(), ns)
+    exec((ROOT / "examples" / "grayscale" / "alice" / "rgb_to_grayscale_cuda.py").read_text(), ns)
     return ns["cuda_src"]
 
 
 def grey_is_right(yours, x):
     """check_grey's verdict (each pixel the truncated weighted sum, FMA-tolerant), as a bool."""
     try:
-        check_grey(yours, x, "kernel", "a test image")
+        judge_grey(yours, Case("a test image", (x,)), "kernel")
     except AssertionError:
         return False
     return True
@@ -149,7 +151,7 @@ def test_grayscale_solution_builds_quietly_once_and_is_right(build_dir):
         m.rgb_to_grayscale(x.transpose(1, 2))
 
     # A grader loads the compiled file in a child process.
-    child = ("import sys, torch; from course.cuda import import_compiled; m = import_compiled(sys.argv[1]); "
+    child = ("import sys, torch; from course.build.load import import_compiled; m = import_compiled(sys.argv[1]); "
              "x = torch.full((3, 2, 2), 100, dtype=torch.uint8); print(m.rgb_to_grayscale(x).tolist())")
     proc = subprocess.run([sys.executable, "-c", child, str(so)], capture_output=True, text=True, cwd=str(ROOT))
     assert proc.returncode == 0, proc.stderr

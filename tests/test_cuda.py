@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from course import CompileError, cdiv, cuda_begin, load_cuda
-from course.cuda import compiler_errors
+from course.build.errors import compiler_errors
 
 KERNEL = cuda_begin + r"""
 __global__ void rgb_to_grayscale_kernel(unsigned char* x, unsigned char* out, int n) {

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from course.release import C_STUB, ClearCudaSolutions
+from course.grading.release import C_STUB, ClearCudaSolutions
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir())

@@ -16,11 +16,15 @@ The tests (what each one feeds the answer is in the grader's brief; the sizes ma
   so an answer whose pixels are wrong on the ragged sizes fails memory and integrity too.
 
 Verdicts that rest on the pixel values of the generated images (tiny's 1x1 pixel is r=253, g=234,
-b=30: exact grey 216.3997) were computed from the images course.checks makes today. "hidden_sizes" verdicts
+b=30: exact grey 216.3997) were computed from the images course.topics.grayscale makes today. "hidden_sizes" verdicts
 are for the seeds in the source notebooks (4021, 5113, 6229 for L0-L2; 7351 for L3: 107x383, 183x27, 190x60
 and 62x1) and hold for almost any seed; a `what` says where the seed matters.
 """
 from dataclasses import dataclass, field
+
+# exercise (the grade_id of its solution cell) -> (notebook, the grade_id prefix of its test cells)
+EXERCISES = {"rgb2grey_py": ("01_L0_loop", "rgb2grey_py_"), "rgb2grey_k": ("02_L1_run_kernel", "rgb2grey_pyk_"),
+             "rgb2grey_bk": ("03_L2_blk_kernel", "rgb2grey_pybk_"), "rgb_to_grayscale_cuda": ("04_L3_cuda", "rgb_to_grayscale_cuda_")}
 
 
 @dataclass(frozen=True)

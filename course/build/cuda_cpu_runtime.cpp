@@ -1,6 +1,6 @@
-// cuda_cpu_runtime.cpp: how load_cuda's CPU mode runs a grid (see cuda_cpu.h and course/cpu.py).
+// cuda_cpu_runtime.cpp: how load_cuda's CPU mode runs a grid (see cuda_cpu.h and course/build/cpu.py).
 //
-// Compiled once per build folder (course/cpu.py caches the object file) and linked into every
+// Compiled once per build folder (course/build/cpu.py caches the object file) and linked into every
 // CPU-mode module, so a student's source needs none of the heavy headers below.
 //
 // A launch runs the blocks one after another, in a random order (CUDA promises none: a kernel that

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import torch
 
-from .cuda import CompileError, quiet_cpp_extension
+from .errors import CompileError
+from .nvcc import binding_source
+from .toolkit import quiet_cpp_extension
 
 HERE = Path(__file__).resolve().parent
 HEADER = HERE / "cuda_cpu.h"
@@ -207,6 +209,71 @@ def translate(cuda_src):
     return text
 
 
+_NOT_CALLS = {"if", "for", "while", "switch", "return", "sizeof", "alignof", "decltype", "static_cast",
+              "reinterpret_cast", "const_cast", "dynamic_cast", "catch", "defined", "__attribute__",
+              "__launch_bounds__", "__align__", "__builtin_align__", "noexcept", "throw", "new", "delete"}
+
+
+def _close(code, i, pair):
+    """The index just past the bracket matching code[i]."""
+    depth = 0
+    for j in range(i, len(code)):
+        if code[j] == pair[0]:
+            depth += 1
+        elif code[j] == pair[1]:
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return len(code)
+
+
+def _functions(code):
+    """(name, qualifiers, body start, body end) of each function defined at namespace scope in blanked code."""
+    found, scopes = [], _namespace_scope(code)
+    for m in re.finditer(r"\)\s*(?:const\s*|noexcept\s*|->\s*[\w:<>*&\s]+?)*\{", code):
+        body = m.end() - 1
+        if not _at_namespace_scope(scopes, body):
+            continue
+        depth, j = 0, m.start()
+        while j >= 0:  # back to the parameter list's '('
+            depth += code[j] == ")"
+            depth -= code[j] == "("
+            if depth == 0:
+                break
+            j -= 1
+        name = re.search(r"([A-Za-z_]\w*)\s*$", code[:j])
+        if not name or name.group(1) in _NOT_CALLS:
+            continue
+        start = max(code.rfind(c, 0, name.start()) for c in ";}{")
+        line_start = code.rfind("\n#", 0, name.start())  # a preprocessor line ends a header too
+        head = code[max(start, code.find("\n", line_start + 1) if line_start >= 0 else start) + 1:name.start()]
+        quals = set(re.findall(r"__(?:global|device|host)__", head))
+        found.append((name.group(1), quals, body, _close(code, body, "{}")))
+    return found
+
+
+def host_calls_from_device(cuda_src):
+    """nvcc's errors for functions of cuda_src defined without __device__ and called from device code, which g++ alone accepts."""
+    code = _blank(cuda_src)
+    funcs = _functions(code)
+    device = {n for n, q, _, _ in funcs if q & {"__device__", "__global__"}}
+    host_only = {n for n, q, _, _ in funcs if not q & {"__device__", "__global__"}} - device
+    errors = []
+    for name, quals, start, end in funcs:
+        if not quals & {"__device__", "__global__"} or "__host__" in quals:
+            continue
+        kind = "__global__" if "__global__" in quals else "__device__"
+        for call in re.finditer(r"(?<![\w.>:])([A-Za-z_]\w*)\s*\(", code[start:end]):
+            if call.group(1) in host_only:
+                at = start + call.start(1)
+                line = cuda_src.count("\n", 0, at) + 1
+                col = at - (cuda_src.rfind("\n", 0, at) + 1) + 1
+                errors.append(f'cuda_src:{line}:{col}: error: calling a __host__ function("{call.group(1)}") from a '
+                              f'{kind} function("{name}") is not allowed (nvcc rejects it: mark '
+                              f'{call.group(1)} __host__ __device__ to call it from both sides)')
+    return errors
+
+
 def kernel_file(cuda_src):
     """The C++ file CPU mode compiles for cuda_src: the header, then the translated source under `#line 1 "cuda_src"`."""
     return f'#include "cuda_cpu.h"\n#line 1 "cuda_src"\n{translate(cuda_src)}\n'
@@ -286,16 +353,20 @@ def _objects(build_root, main_cpp):
             failures.append((obj, cmd, output))
     for obj, cmd, output in failures:
         if obj == runtime:
-            raise CompileError("CPU mode could not compile its runtime (course/cuda_cpu_runtime.cpp); this is "
+            raise CompileError("CPU mode could not compile its runtime (course/build/cuda_cpu_runtime.cpp); this is "
                                "the course's code, not yours:\n" + " ".join(cmd) + "\n" + output)
         raise RuntimeError(f"Error building the binding of cpp_src:\n{output}")  # load_cuda reads the errors
     return runtime, binding
 
 
-def build(name, build_dir, cuda_src, main_cpp, opt=False, verbose=False):
-    """Compiles a CPU-mode module: the translated cuda_src with g++, linked with the binding (main_cpp) and the runtime."""
+def build(name, build_dir, cuda_src, cpp_src, funcs, flags, verbose=False):
+    """Compiles a CPU-mode module: the translated cuda_src with g++, linked with the binding of cpp_src and the runtime."""
     cpp_extension = quiet_cpp_extension()
-    runtime, binding = _objects(build_dir.parent, main_cpp)
+    opt = bool(flags)
+    rejected = host_calls_from_device(cuda_src)
+    if rejected:  # g++ would build it; nvcc would not: a source must not work in one mode only
+        raise RuntimeError("\n".join(rejected))  # load_cuda shows them as compiler errors
+    runtime, binding = _objects(build_dir.parent, binding_source(cpp_src, funcs))
     kernel = build_dir / "kernel.cpp"
     text = (kernel_file(cuda_src) + f'#line 1 "{_BINDING_NAME}"\n'
             f'extern "C" struct _object* PyInit_{_BINDING_NAME}();\n'

@@ -1,6 +1,6 @@
-// cuda_cpu.h: CUDA's built-in names with CPU meanings, for load_cuda's CPU mode (course/cpu.py).
+// cuda_cpu.h: CUDA's built-in names with CPU meanings, for load_cuda's CPU mode (course/build/cpu.py).
 //
-// course/cpu.py compiles a student's unchanged CUDA source as C++ against this header. It rewrites
+// course/build/cpu.py compiles a student's unchanged CUDA source as C++ against this header. It rewrites
 // each launch `k<<<grid, block, shmem, stream>>>(args)` into a call of cuda_cpu::make_launch, which
 // runs the whole grid on the CPU: blocks one after another, the threads of a block one after
 // another, on fibers (stacks of their own) so that __syncthreads() is a real barrier. As on a GPU,
@@ -36,7 +36,7 @@
 
 #define CUDA_CPU_HIDDEN __attribute__((visibility("hidden")))
 #define CUDA_CPU_UNAVAILABLE(what) \
-  __attribute__((error(what " is not available in CPU mode: it needs a GPU (see course/cuda_cpu.h)")))
+  __attribute__((error(what " is not available in CPU mode: it needs a GPU (see course/build/cuda_cpu.h)")))
 
 // ---- function and variable qualifiers ----------------------------------------------------------
 #define __global__
@@ -488,7 +488,7 @@ struct Launch {
 };
 }  // namespace detail
 
-// What `kernel<<<grid, block, shmem, stream>>>` becomes: course/cpu.py writes
+// What `kernel<<<grid, block, shmem, stream>>>` becomes: course/build/cpu.py writes
 // `::cuda_cpu::make_launch("kernel", [&](auto&&... a) { kernel(a...); }, grid, block, shmem, stream)`.
 template <class Kernel>
 inline detail::Launch<Kernel> make_launch(const char* name, Kernel kernel, dim3 grid, dim3 block,

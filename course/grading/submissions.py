@@ -27,14 +27,16 @@ def fill(nb, answers):
 
 
 def write_submissions(examples, release, submitted, assignment):
-    """Writes submitted/<student>/<assignment>/*.ipynb from examples/<student>/ answers; returns the students."""
+    """Writes submitted/<student>/<assignment>/*.ipynb from examples/<assignment>/<student>/ answers; returns the students."""
     notebooks = {p.name: nbformat.read(p, as_version=4)
                  for p in sorted((Path(release) / assignment).glob("*.ipynb"))}
     if not notebooks:
         raise FileNotFoundError(f"no released notebooks in {Path(release) / assignment}: generate the release first")
     known = {gid for nb in notebooks.values() for gid in solution_ids(nb)}
     students = []
-    for folder in sorted(p for p in Path(examples).iterdir() if p.is_dir()):
+    if not (Path(examples) / assignment).is_dir():
+        raise FileNotFoundError(f"no example answers for {assignment}: expected a folder {Path(examples) / assignment}")
+    for folder in sorted(p for p in (Path(examples) / assignment).iterdir() if p.is_dir()):
         answers = answers_in(folder)
         unknown = sorted(set(answers) - known)
         if unknown:
@@ -50,7 +52,7 @@ def write_submissions(examples, release, submitted, assignment):
 
 
 def main(argv=None):
-    """Writes the example submissions: python -m course.submissions ASSIGNMENT [--examples DIR]."""
+    """Writes the example submissions: python -m course.grading.submissions ASSIGNMENT [--examples DIR]."""
     import argparse
     p = argparse.ArgumentParser(description=main.__doc__)
     p.add_argument("assignment")

@@ -22,13 +22,17 @@ class SafeExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         self._stopped = None
+        self._last = max((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), default=-1)
+        self._ran_all = self._last < 0
         self.timeout_func = cell_timeout
         try:
             nb, resources = super().preprocess(nb, resources, km)
-        except Exception as e:  # the kernel could not even be shut down cleanly: keep what ran
-            if self._stopped is None:
+        except Exception as e:
+            if self._stopped is None and not self._ran_all:
                 raise
-            self.log.warning("after the kernel stopped: %s", e)
+            # Every cell ran (or the kernel had already stopped): only shutting the kernel down failed, e.g.
+            # ipykernel's "Socket operation on non-socket". The outputs are all there: keep them.
+            self.log.warning("after the notebook ran, stopping its kernel failed (%s); its outputs are kept", e)
         if self._stopped:
             nb.metadata["course"] = {"kernel_stopped": self._stopped}
         return nb, self.resources if resources is None else resources
@@ -42,6 +46,7 @@ class SafeExecute(Execute):
             return cell, resources
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
+            self._ran_all = index == self._last
             if any(o.get("ename") == "CellTimeoutError" for o in cell.outputs):
                 # An interrupt does not stop a kernel stuck in C or on the GPU: stop here, not at each cell.
                 self._stopped = (f"cell {index} ran past its limit of {cell_timeout(cell)} s and was "

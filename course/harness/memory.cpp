@@ -1,8 +1,10 @@
 // CPU mode's stand-in for the GPU's memory, installed only in a check's child process.
 // "padded": every CPU tensor gets 512 bytes of slack past its end, as the GPU's caching allocator
 // rounds up, and starts filled with the sentinel, so a missing guard behaves as on the GPU and an
-// unwritten pixel is seen. "guarded": every tensor ends right before a page that cannot be touched,
-// so a read or write past its end faults (the memory check, as compute-sanitizer does on a GPU).
+// unwritten pixel is seen. "guarded_end": every tensor ends right before a page that cannot be touched,
+// so a read or write past its end faults; "guarded_start": every tensor starts right after such a page,
+// so one before its start (index -1) faults. The memory check runs a call under each, as
+// compute-sanitizer on a GPU sees both.
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
 #include <torch/csrc/utils/pybind.h>
@@ -44,20 +46,22 @@ struct PaddedAllocator final : c10::Allocator {
 };
 
 struct GuardedAllocator final : c10::Allocator {
+  bool at_start = false;  // the guard page before the data instead of after it
+
   c10::DataPtr allocate(size_t n) override {
     size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
     size_t data = (n + page - 1) / page * page;
     size_t length = data + page;
     void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED) throw std::bad_alloc();
-    char* guard = static_cast<char*>(base) + data;
+    char* guard = static_cast<char*>(base) + (at_start ? 0 : data);
     if (mprotect(guard, page, PROT_NONE) != 0) {
       munmap(base, length);
       throw std::runtime_error("mprotect failed");
     }
     // n is a multiple of the element size and the guard page is aligned: so is the data pointer.
-    char* p = guard - n;
-    std::memset(static_cast<char*>(base), fill_byte, data);
+    char* p = at_start ? guard + page : guard - n;
+    std::memset(at_start ? guard + page : static_cast<char*>(base), fill_byte, data);
     return {p, new Mapping{base, length}, &free_mapping, c10::Device(c10::DeviceType::CPU)};
   }
   c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
@@ -71,15 +75,16 @@ void install(const std::string& mode, int sentinel) {
   fill_byte = static_cast<unsigned char>(sentinel);
   if (mode == "padded") {
     c10::SetCPUAllocator(&padded, /*priority=*/100);
-  } else if (mode == "guarded") {
+  } else if (mode == "guarded_end" || mode == "guarded_start") {
+    guarded.at_start = mode == "guarded_start";
     c10::SetCPUAllocator(&guarded, /*priority=*/100);
   } else {
-    throw std::invalid_argument("mode must be padded or guarded");
+    throw std::invalid_argument("mode must be padded, guarded_end or guarded_start");
   }
 }
 
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("install", &install, "Makes every new CPU tensor padded or guarded, filled with sentinel.");
+  m.def("install", &install, "Makes every new CPU tensor padded or guarded at its end or start, filled with sentinel.");
 }

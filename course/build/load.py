@@ -1,0 +1,142 @@
+"""load_cuda: CUDA and C++ source strings compiled into a Python module, on the GPU or in CPU mode."""
+import hashlib
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+
+import torch
+
+from ..device import cpu_mode
+from .errors import CompileError, compiler_errors, undefined_symbol
+from .toolkit import build_root
+
+# Bump when the files load_cuda writes change, so old builds are not reused.
+_LAYOUT = "3"
+
+_loaded = {}   # module name -> module, for this process
+_sources = {}  # module name -> (cuda_src, cpp_src, funcs) it was built from
+_cpu_sig = None
+
+
+def _funcs(funcs):
+    if isinstance(funcs, str):
+        funcs = [funcs]
+    funcs = list(funcs)
+    if not funcs:
+        raise ValueError("funcs is empty: name the C++ functions Python should see, e.g. ['rgb_to_grayscale']")
+    for f in funcs:
+        if not isinstance(f, str) or not f.isidentifier():
+            raise ValueError(f"funcs must be C++ function names, and {f!r} is not one")
+    return funcs
+
+
+def _cpu_signature():
+    global _cpu_sig
+    if _cpu_sig is None:
+        from . import cpu
+        _cpu_sig = cpu.signature()
+    return _cpu_sig
+
+
+def build_name(cuda_src, cpp_src, funcs, opt=False, cpu=None):
+    """The module name load_cuda gives these sources: the first function's name and a hash of everything built."""
+    funcs = _funcs(funcs)
+    cpu = cpu_mode() if cpu is None else cpu
+    parts = [_LAYOUT, torch.__version__, cuda_src, cpp_src, *funcs, *(["-O2"] if opt else [])]
+    if cpu:  # CPU mode: the same source, built by g++ to run on the CPU (course/build/cpu.py)
+        parts += ["cpu", _cpu_signature()]
+    return f"{funcs[0]}_{hashlib.sha256(chr(0).join(parts).encode()).hexdigest()[:12]}"
+
+
+def load_cuda(cuda_src, cpp_src, funcs, opt=False, verbose=False):
+    """Compiles CUDA and C++ source into a module with funcs (run on the CPU in CPU mode); an unchanged source is not rebuilt (taught in grayscale/L3)."""
+    if not isinstance(cuda_src, str) or not isinstance(cpp_src, str):
+        raise TypeError("cuda_src and cpp_src must be strings of source code")
+    funcs = _funcs(funcs)
+    cpu = cpu_mode()
+    name = build_name(cuda_src, cpp_src, funcs, opt, cpu)
+    if name in _loaded:
+        return _loaded[name]
+    build_dir = build_root() / name
+    build_dir.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        if not verbose:
+            warnings.simplefilter("ignore")
+        try:
+            if cpu:
+                from . import cpu as back_end
+            else:
+                from . import nvcc as back_end
+            module = back_end.build(name, build_dir, cuda_src, cpp_src, funcs, ["-O2"] if opt else [], verbose)
+        except CompileError:
+            raise
+        except RuntimeError as e:
+            errors = compiler_errors(str(e), (cuda_src, cpp_src))
+            if errors is None:
+                raise
+            raise CompileError(f"the compiler found errors in your source:\n{errors}") from None
+        except ImportError as e:
+            symbol = undefined_symbol(str(e))
+            if symbol is None:
+                raise
+            raise CompileError(f"cpp_src declares `{symbol}`, but cuda_src defines no function with that "
+                               "exact name and argument types; make the two signatures match") from None
+    _loaded[name] = module
+    _sources[name] = (cuda_src, cpp_src, funcs)
+    return module
+
+
+def sources_of(module):
+    """(cuda_src, cpp_src, funcs) that load_cuda built module from in this process, or None."""
+    return _sources.get(getattr(module, "__name__", None))
+
+
+def built(cuda_src, cpp_src, funcs):
+    """The compiled file of these sources, built in a separate process if need be: nothing of it is imported here."""
+    import json
+    import subprocess
+    funcs = _funcs(funcs)
+    name = build_name(cuda_src, cpp_src, funcs)
+    found = sorted((build_root() / name).glob(f"{name}*.so"))
+    if found:
+        return str(found[0])
+    proc = subprocess.run([sys.executable, "-m", "course.build.load"], capture_output=True, text=True,
+                          input=json.dumps({"cuda_src": cuda_src, "cpp_src": cpp_src, "funcs": funcs}))
+    try:
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise CompileError(f"building the module failed:\n{proc.stderr[-3000:]}") from None
+    if "error" in out:
+        raise CompileError(out["error"])
+    return out["path"]
+
+
+def module_path(module):
+    """The compiled file behind a module from load_cuda, to load it again in another process."""
+    path = getattr(module, "__file__", None)
+    if not path:
+        raise TypeError(f"expected the module load_cuda returned, got {type(module).__name__}")
+    return path
+
+
+def import_compiled(path):
+    """Imports a module that load_cuda compiled, from its file (used by checks in a child process)."""
+    name = Path(path).name.split(".")[0]
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+if __name__ == "__main__":  # built()'s separate process: builds, reports the file or the compiler's errors
+    import json
+    job = json.loads(sys.stdin.read())
+    try:
+        result = {"path": load_cuda(job["cuda_src"], job["cpp_src"], job["funcs"]).__file__}
+    except CompileError as e:
+        result = {"error": str(e)}
+    print(json.dumps(result))

@@ -1,0 +1,297 @@
+"""Re-verification outside nbgrader: every submission's answers re-checked where no student code runs, against the notebook's score.
+
+A student's cell runs in the same Python as the test cells after it, so it can redefine a check
+(`check_rgb2grey = lambda *a: None`), patch the course package or PyTorch. Here each submitted
+notebook runs again, split over two fresh processes built from the instructor's source: a worker
+runs the notebook's cells (only the solution cells come from the student) and nothing else; the
+judge runs each test cell's check from the installed package, asking the worker only for the
+student's answer: a Python function is called in the worker on the judge's inputs and its output
+comes back, a CUDA source comes back as text and is compiled and run by the judge's own child
+processes. Any test whose verdict differs from the autograded notebook's is reported.
+"""
+import argparse
+import ast
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+from nbgrader.utils import determine_grade, is_grade, is_solution
+
+NOTEBOOK_TIMEOUT = 1800  # seconds for one notebook's re-run: compiles and checks included
+
+
+def _meta(cell):
+    return cell.metadata.get("nbgrader", {})
+
+
+def is_test(cell):
+    """True for an autograded test cell (graded, not a solution)."""
+    return cell.cell_type == "code" and is_grade(cell) and not is_solution(cell)
+
+
+def merged(source_nb, submitted_nb):
+    """The instructor's notebook with the student's solution cells in place of the solutions."""
+    answers = {_meta(c).get("grade_id"): c.source for c in submitted_nb.cells if is_solution(c)}
+    nb = nbformat.from_dict(source_nb)
+    for cell in nb.cells:
+        if is_solution(cell):
+            cell.source = answers.get(_meta(cell)["grade_id"], "")
+    return nb
+
+
+def notebook_verdicts(autograded_nb):
+    """{grade_id: True if the autograded notebook gave the test cell full marks}."""
+    out = {}
+    for cell in autograded_nb.cells:
+        if is_test(cell):
+            score, most = determine_grade(cell)
+            out[_meta(cell)["grade_id"]] = score == most
+    return out
+
+
+# ---- the worker: the notebook's cells, and nothing but what the judge asks of them
+
+def _worker(conn, cwd):
+    """Runs in a fresh process: executes cells and answers the judge's questions about the student's names."""
+    os.chdir(cwd)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    while True:
+        try:
+            what, arg = conn.recv()
+        except EOFError:
+            return
+        try:
+            if what == "run":
+                result = shell.run_cell(arg, store_history=False)
+                error = result.error_in_exec or result.error_before_exec
+                reply = None if error is None else f"{type(error).__name__}: {error}"
+            elif what == "value":
+                reply = shell.user_ns[arg]
+            elif what == "cuda_src":  # the name a CUDA check was given: a source, or the module built from cuda_src
+                value = shell.user_ns.get(arg)
+                reply = value if isinstance(value, str) else shell.user_ns.get("cuda_src")
+            else:  # "call": the student's function on the judge's inputs, its output pre-filled as in the notebook
+                from course.harness.python import prefilled
+                name, args = arg
+                with prefilled():
+                    value = shell.user_ns[name](*args)
+                reply = ("returned", value, args)
+        except BaseException as e:  # noqa: B902 (the student's code raised: tell the judge what)
+            reply = ("raised", e) if what == "call" else e
+        try:
+            conn.send(reply)
+        except Exception as e:  # an answer that cannot be sent back
+            conn.send(("raised", TypeError(f"the result could not be sent back for checking: {e}")))
+
+
+class Worker:
+    """The judge's handle on the worker process; after the worker dies or hangs, every request fails saying so."""
+
+    def __init__(self, cwd):
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, theirs = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker, args=(theirs, str(cwd)), daemon=True)
+        self.proc.start()
+        theirs.close()
+        self.stopped = None
+
+    def ask(self, what, arg):
+        """Sends a request and waits for its answer."""
+        if self.stopped:
+            raise RuntimeError(f"the notebook's process had stopped earlier ({self.stopped}): nothing left to check")
+        try:
+            self.conn.send((what, arg))
+            return self.conn.recv()
+        except EOFError:
+            self.stopped = f"it ended during a {what} (exit code {self.proc.exitcode})"
+        except BaseException:  # the judge's time limit, or an interrupt: the worker is stuck; stop it
+            self.stopped = f"it was stopped after a {what} ran past its time limit"
+            self.proc.kill()
+            raise
+        self.proc.join(5)
+        self.stopped = f"it ended during a {what} (exit code {self.proc.exitcode})"
+        raise RuntimeError(f"the notebook's process stopped: {self.stopped}")
+
+    def function(self, name):
+        """A stand-in for the student's function `name` that calls it in the worker."""
+        worker = self
+
+        def call(*args):
+            reply = worker.ask("call", (name, args))
+            if reply[0] == "raised":
+                raise reply[1]
+            _, value, after = reply
+            for mine, theirs in zip(args, after):  # an input the function changed, changed here too
+                if hasattr(mine, "copy_") and hasattr(theirs, "shape") and mine.shape == theirs.shape:
+                    mine.copy_(theirs)
+            return value
+        call.__name__ = name
+        return call
+
+    def close(self):
+        """Ends the worker."""
+        self.conn.close()
+        self.proc.join(10)
+        if self.proc.is_alive():
+            self.proc.kill()
+
+
+def _check_call(source):
+    """The one check call of a test cell: (check name, first argument's name, other arguments, keyword arguments)."""
+    calls = [node.value for node in ast.parse(source).body
+             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)]
+    if len(calls) != 1 or not isinstance(calls[0].func, ast.Name) or not calls[0].args \
+            or not isinstance(calls[0].args[0], ast.Name):
+        raise ValueError("a test cell must hold one call check_...(name, ...) to be re-checked")
+    call = calls[0]
+    return (call.func.id, call.args[0].id, [ast.literal_eval(a) for a in call.args[1:]],
+            {k.arg: ast.literal_eval(k.value) for k in call.keywords})
+
+
+def judge_cell(worker, source):
+    """Runs a test cell's check here, from the installed package, on the student's answer taken from the worker."""
+    import course
+    check_name, target, args, kwargs = _check_call(source)
+    check = getattr(course, check_name)  # the installed check, never the notebook's
+    kind = getattr(check, "answer_kind", None)
+    if kind == "python":
+        answer = worker.function(target)
+    elif kind == "cuda":
+        answer = worker.ask("cuda_src", target)
+        if not isinstance(answer, str):
+            raise AssertionError("the notebook holds no cuda_src to check")
+    elif kind == "value":
+        answer = worker.ask("value", target)
+    else:
+        raise ValueError(f"{check_name} cannot be re-checked: it does not say what it judges")
+    check(answer, *args, **kwargs)
+
+
+def _run_child(nb_path, result_path):
+    """Re-runs a merged notebook: cells in a worker, checks here; writes each test cell's verdict as JSON."""
+    import torch
+
+    import course  # noqa: F401 (imported before any student code runs anywhere)
+    nb = nbformat.read(nb_path, as_version=4)
+    worker = Worker(os.getcwd())  # the source notebook's folder, as when the notebook runs
+    verdicts = {}
+    try:
+        for cell in nb.cells:
+            tags = cell.metadata.get("tags", [])
+            if cell.cell_type != "code" or "demo" in tags or ("gpu" in tags and not torch.cuda.is_available()):
+                continue  # a demo cell only shows the student's function at work; the tests call it themselves
+            if not is_test(cell):
+                if not worker.stopped:
+                    try:
+                        worker.ask("run", cell.source)
+                    except RuntimeError:
+                        pass
+                continue
+            try:
+                judge_cell(worker, cell.source)
+                verdict = {"passed": True, "message": ""}
+            except BaseException as e:  # noqa: B902 (a failed check, or the worker gone)
+                verdict = {"passed": False, "message": f"{type(e).__name__}: {e}"[:2000]}
+            verdicts[_meta(cell)["grade_id"]] = verdict
+            Path(result_path).write_text(json.dumps(verdicts))
+    finally:
+        worker.close()
+    Path(result_path).write_text(json.dumps(verdicts))
+
+
+def verify_notebook(source_path, submitted_path, timeout=NOTEBOOK_TIMEOUT):
+    """Re-runs a submitted notebook's answers against the source's tests in a fresh process: {grade_id: verdict}."""
+    source_nb = nbformat.read(source_path, as_version=4)
+    submitted_nb = nbformat.read(submitted_path, as_version=4)
+    with tempfile.TemporaryDirectory(prefix="course-verify-") as tmp:
+        nb_path, result = Path(tmp) / "merged.ipynb", Path(tmp) / "verdicts.json"
+        nbformat.write(merged(source_nb, submitted_nb), nb_path)
+        env = dict(os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="ignore")
+        try:
+            proc = subprocess.run([sys.executable, "-m", "course.grading.verify", "--child", str(nb_path), str(result)],
+                                  cwd=Path(source_path).parent, env=env, capture_output=True, text=True,
+                                  errors="replace", timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc = None
+        tests = [_meta(c)["grade_id"] for c in source_nb.cells if is_test(c)]
+        verdicts = json.loads(result.read_text()) if result.exists() else {}
+    if proc is None:
+        why = f"the re-run did not finish within {timeout} s"
+    elif proc.returncode != 0:
+        why = f"the re-run's process stopped (exit {proc.returncode}) before or in this test"
+    else:
+        why = "the re-run never reached this test"
+    for t in tests:  # a test the re-run never finished did not pass
+        verdicts.setdefault(t, {"passed": False, "message": why})
+    return verdicts
+
+
+def default_workers():
+    """How many notebooks to re-run at once: half the cores, at least one."""
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+def verify(assignment, root=".", students=None, notebooks=None, workers=1):
+    """Rows (student, notebook, grade_id, notebook passed, re-run passed, message) for every submitted test."""
+    root = Path(root)
+    jobs = []
+    for student_dir in sorted(p for p in (root / "submitted").iterdir() if (p / assignment).is_dir()):
+        if students is not None and student_dir.name not in students:
+            continue
+        for submitted in sorted((student_dir / assignment).glob("*.ipynb")):
+            if notebooks is None or submitted.stem in notebooks:
+                jobs.append((student_dir.name, submitted))
+
+    def one(job):
+        student, submitted = job
+        source = root / "source" / assignment / submitted.name
+        autograded = root / "autograded" / student / assignment / submitted.name
+        graded = notebook_verdicts(nbformat.read(autograded, as_version=4)) if autograded.exists() else {}
+        verdicts = verify_notebook(source, submitted)
+        print(f"verified {student}/{submitted.name}", file=sys.stderr, flush=True)
+        return [(student, submitted.stem, gid, graded.get(gid), v["passed"], v["message"]) for gid, v in verdicts.items()]
+
+    with ThreadPoolExecutor(workers) as pool:  # each notebook runs in a process of its own
+        return [row for rows in pool.map(one, jobs) for row in rows]
+
+
+def disagreements(rows):
+    """The rows where the autograded notebook and the clean re-run give different verdicts."""
+    return [r for r in rows if r[3] is not None and r[3] != r[4]]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("assignment", nargs="?")
+    parser.add_argument("--student", action="append", help="only this student (repeatable)")
+    parser.add_argument("--workers", type=int, default=default_workers(), help="notebooks re-run at once")
+    parser.add_argument("--child", nargs=2, metavar=("NOTEBOOK", "RESULT"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        return _run_child(*args.child)
+    if not args.assignment:
+        parser.error("name the assignment, e.g. python -m course.grading.verify grayscale")
+    rows = verify(args.assignment, students=args.student, workers=args.workers)
+    bad = disagreements(rows)
+    never = [r for r in rows if r[3] is None]
+    print(f"{len(rows)} tests re-run in clean processes; {len(bad)} disagree with the autograded notebooks")
+    for student, nb, grade_id, graded, rerun, message in bad:
+        print(f"  {student}  {nb}/{grade_id}: notebook {'passed' if graded else 'failed'}, "
+              f"clean re-run {'passed' if rerun else 'failed'}: {message.splitlines()[0] if message else ''}")
+    if never:
+        print(f"{len(never)} tests have no autograded notebook to compare with (run nbgrader autograde first)")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""What runs in a check's child process: the student's compiled module on each input, with what it returned and ran.
+
+The child only runs and reports; the check that started it judges (course/harness/cuda.py). It is forked
+from a warm process (forkserver.py) or, under compute-sanitizer, started as `python -m course.harness.child`.
+"""
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+
+@dataclass
+class Job:
+    """One check's work for the child: which function of which module, on which inputs, how."""
+    module: str                  # the compiled module's file
+    func: str
+    inputs: list                 # one tuple of arguments per call
+    fills: list                  # (bytes, byte) per call: the output's memory holds byte before the kernel runs
+    mode: str                    # run, memory, race or integrity
+    cpu: bool                    # CPU mode: course/harness/memory.cpp stands in for the GPU's memory
+    memory_module: str = None    # that allocator, built
+    exercise: tuple = None       # (topic module, exercise name): how the judge finds the Exercise
+    wheres: list = None          # how messages name each input
+    needs_shared: bool = False   # integrity: the kernel must use shared memory (the tiled exercises)
+
+
+@dataclass
+class Run:
+    """What one call returned (on the CPU) and what it did."""
+    value: Any
+    device: str = None
+    contiguous: bool = None
+    input_changed: bool = False
+    again: Any = None            # integrity and race: the output of a second run on the same input
+    events: list = field(default_factory=list)   # integrity: (kind, name) of what the profiler saw
+
+
+@dataclass
+class Result:
+    """Every call's Run, or the error the function raised."""
+    error: str = None
+    runs: list = field(default_factory=list)
+
+
+def _prefill(nbytes, byte, dev):
+    """Leaves a freed block of nbytes full of byte where the kernel's torch::empty will find it."""
+    if nbytes and dev == "cuda":  # on the CPU, memory.cpp fills every new tensor
+        torch.full((nbytes,), byte, dtype=torch.uint8, device=dev)
+
+
+def _describe(y):
+    if not isinstance(y, torch.Tensor):
+        return Run(value=y)
+    return Run(value=y.detach().cpu(), device=str(y.device), contiguous=y.is_contiguous())
+
+
+def _profiled(fn, args, cpu):
+    """Calls fn under PyTorch's profiler: its result and the (kind, name) of the operations and kernels it ran."""
+    from torch.profiler import ProfilerActivity, profile
+    acts = [ProfilerActivity.CPU] + ([] if cpu else [ProfilerActivity.CUDA])
+    with profile(activities=acts) as prof:
+        y = fn(*args)
+        if not cpu:
+            torch.cuda.synchronize()
+    events = [("cuda" if e.device_type == torch.autograd.DeviceType.CUDA else "cpu", e.name) for e in prof.events()]
+    if not cpu:  # the kernels' shared memory is in the trace's arguments only
+        with tempfile.TemporaryDirectory() as tmp:
+            prof.export_chrome_trace(os.path.join(tmp, "trace.json"))
+            trace = json.load(open(os.path.join(tmp, "trace.json")))
+        for e in trace.get("traceEvents", []):
+            args = e.get("args") or {}
+            shared = [v for k, v in args.items() if "shared memory" in k.lower() and isinstance(v, (int, float))]
+            if e.get("cat") == "kernel" and shared and max(shared) > 0:
+                events.append(("shared", "shared::" + e["name"]))
+    return y, events
+
+
+def run(job_path, result_path):
+    """The child's work: runs the job's function on each input and saves a Result."""
+    job = torch.load(job_path, weights_only=False)
+    dev = "cpu" if job.cpu else "cuda"
+    result = Result()
+    try:
+        from course.build.load import import_compiled
+        fn = getattr(import_compiled(job.module), job.func)
+        memory = None
+        if job.cpu:  # from here on, CPU tensors behave like GPU memory (course/harness/memory.cpp)
+            memory = import_compiled(job.memory_module)
+        for args, (nbytes, byte) in zip(job.inputs, job.fills):
+            if memory is not None:
+                memory.install("guarded_end" if job.mode == "memory" else "padded", byte)
+            on_dev = tuple(a.clone() if job.cpu else a.to(dev) if isinstance(a, torch.Tensor) else a for a in args)
+            runs = 2 if job.mode in ("integrity", "race") or (job.cpu and job.mode == "memory") else 1
+            for k in range(runs):
+                if memory is not None and job.mode == "memory" and k == 1:
+                    memory.install("guarded_start", byte)  # the same call with every tensor starting at a guard page
+                    on_dev = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+                _prefill(nbytes, byte, dev)
+                if job.mode == "integrity" and k == 0:
+                    y, events = _profiled(fn, on_dev, job.cpu)
+                else:
+                    y, events = fn(*on_dev), []
+                    if not job.cpu:
+                        torch.cuda.synchronize()
+                if k == 0:
+                    run_ = _describe(y)
+                    run_.events = events
+                else:
+                    run_.again = _describe(y).value
+                del y
+            run_.input_changed = any(isinstance(a, torch.Tensor) and not torch.equal(b.cpu(), a)
+                                     for a, b in zip(args, on_dev))
+            result.runs.append(run_)
+    except Exception as e:
+        result.error = f"{type(e).__name__}: {e}".strip()
+    torch.save(result, result_path)
+
+
+def judge(job_path, result_path, verdict_path):
+    """The judge's work, in a process that never loaded the student's module: the verdict on a run, as JSON."""
+    from course.harness.cuda import verdict
+    job = torch.load(job_path, weights_only=False)
+    try:
+        verdict(job, torch.load(result_path, weights_only=False))
+        outcome = {"passed": True}
+    except AssertionError as e:
+        outcome = {"passed": False, "message": str(e)}
+    with open(verdict_path, "w") as f:
+        json.dump(outcome, f)
+
+
+if __name__ == "__main__":  # `python -m course.harness.child run|judge FILES...`, e.g. under compute-sanitizer
+    import course.harness.child as child  # the classes must pickle as course.harness.child's, not __main__'s
+    getattr(child, sys.argv[1])(*sys.argv[2:])

@@ -1,0 +1,304 @@
+"""The CUDA rung's runner: each check runs the student's compiled function in a child process and judges what comes back.
+
+The child (child.py) only runs: forked from a warm process (forkserver.py), or started under
+compute-sanitizer for the memory and race checks. A crash, an illegal memory access or a hang fails
+that check alone, with what happened and the likely cause. The verdict is computed here, from the
+installed package, never in the process that ran the student's module.
+"""
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+
+import torch
+
+from ..build import CompileError, build_name, build_root, built, module_path
+from ..build.load import sources_of
+from ..build.toolkit import cuda_tool, quiet_cpp_extension
+from ..device import cpu_mode, require_gpu
+from . import integrity
+from .child import Job
+from .exercise import Case, Exercise, fill_byte, same, unwritten
+
+TIMEOUT = 60  # seconds for one check's child process: the largest case takes well under 1 s to run
+SANITIZER_EXIT = 86  # compute-sanitizer's exit status when it found errors
+MODES = ("memory", "race", "integrity")
+
+_hung = set()  # compiled modules that hung in this process: later checks fail at once
+_server, _server_lock = None, threading.Lock()
+
+
+class KernelFailed(AssertionError):
+    """The kernel crashed, hung or raised in its child process."""
+
+
+class OutOfBounds(KernelFailed):
+    """The memory check caught a read or write outside a tensor."""
+
+
+class Raced(KernelFailed):
+    """The race check caught threads of a block using shared memory without a barrier between them."""
+
+
+# glibc's words when a stray write has overwritten its bookkeeping between heap blocks (in CPU mode a
+# kernel's writes land in the same heap; on a GPU host only the C++ wrapper's can)
+HEAP_CORRUPTED = re.compile(r"free\(\): invalid|malloc\(\)|corrupted (size|double-linked)|double free or corruption|"
+                            r"munmap_chunk\(\)|malloc_consolidate")
+
+
+def crash_hint(text):
+    """The likely cause of a child's error or crash, from its words."""
+    if ("illegal memory access" in text or "out of bounds" in text.lower() or "SIGSEGV" in text
+            or "SIGBUS" in text or HEAP_CORRUPTED.search(text)):
+        return ("a thread read or wrote outside a tensor (or the C++ wrapper used a bad pointer): check the "
+                "guard (`if (i < n)`), every offset you add, and every pointer you index")
+    if "out of memory" in text or "can't allocate memory" in text or "bad_alloc" in text:
+        return "the function asked for more memory than there is: check the sizes you allocate"
+    if "must be a CUDA tensor" in text or "must be contiguous" in text:
+        return "the function's input checks rejected the input the check gave it"
+    if "invalid configuration" in text or "invalid argument" in text:
+        return ("the launch asked for an impossible grid: threads per block must be 1 to 1024 and every grid "
+                "dimension at least 1 (compute blocks with cdiv, which rounds up; plain division gives 0 "
+                "blocks for fewer elements than a block; for an empty input, return before the launch)")
+    return "read the error above: it comes from your C++ function or from your kernel"
+
+
+def memory_module():
+    """The path of course/harness/memory.cpp built as a module (once per machine): CPU mode's padded and guarded memory."""
+    source = Path(__file__).with_name("memory.cpp")
+    digest = hashlib.sha256((source.read_text() + torch.__version__).encode()).hexdigest()[:12]
+    name = f"course_cpu_memory_{digest}"
+    build_dir = build_root() / name
+    built = list(build_dir.glob(f"{name}*.so"))
+    if built:
+        return str(built[0])
+    build_dir.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = quiet_cpp_extension().load(name=name, sources=[str(source)], build_directory=str(build_dir),
+                                            extra_cflags=["-O1"], verbose=False)
+    return module.__file__
+
+
+def _tail(path, limit=4000):
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - limit))
+        return f.read().decode(errors="replace")
+
+
+def _child_env():
+    return dict(os.environ, PYTHONWARNINGS="ignore")
+
+
+def _spawned(cmd, env, log, timeout):
+    """Runs cmd in a process of its own session: its exit code, None after a timeout (then killed)."""
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return None
+
+
+def in_child(task, args, log, timeout, sanitizer=None, env=None):
+    """Runs child.<task>(*args) in a fresh process: forked from the warm server, or started under sanitizer; its exit code, None after a timeout."""
+    global _server
+    if sanitizer is None and env is None:
+        try:
+            from .forkserver import Server
+            with _server_lock:
+                if _server is None or not _server.alive():
+                    _server = Server(env=_child_env())
+            return _server.run(task, args, log, timeout)
+        except OSError:  # no warm server to be had: a fresh interpreter does the same, slower
+            pass
+    cmd = (sanitizer or []) + [sys.executable, "-m", "course.harness.child", task, *map(str, args)]
+    return _spawned(cmd, env or _child_env(), log, timeout)
+
+
+def run_and_judge(job, timeout=TIMEOUT):
+    """Runs a Job's calls in one child process and judges them in another; raises AssertionError with the verdict's message."""
+    if job.module in _hung:
+        raise KernelFailed("skipped: your function did not finish in an earlier check and was stopped "
+                           "then; fix the hang first (a loop that never ends?).")
+    sanitized = job.mode in ("memory", "race") and not job.cpu
+    with tempfile.TemporaryDirectory(prefix="course-check-") as tmp:
+        job_path, result, log = Path(tmp) / "job.pt", Path(tmp) / "result.pt", Path(tmp) / "output.txt"
+        torch.save(job, job_path)
+        log.touch()
+        sanitizer, env = None, None
+        if sanitized:
+            tool = cuda_tool("compute-sanitizer")
+            if tool is None:
+                raise KernelFailed(f"the {job.mode} check needs compute-sanitizer from the CUDA toolkit, and it is "
+                                   "not on PATH or in $CUDA_HOME/bin here; this is the grader's set-up, not your "
+                                   "code: tell your instructor.")
+            which = ["--tool", "memcheck"] if job.mode == "memory" else ["--tool", "racecheck", "--racecheck-report", "all"]
+            sanitizer = [tool, *which, "--error-exitcode", str(SANITIZER_EXIT), "--print-limit", "4",
+                         "--show-backtrace", "no"]
+            env = dict(_child_env(), PYTORCH_NO_CUDA_MEMORY_CACHING="1")  # each tensor its own allocation: exact bounds
+        code = in_child("run", [job_path, result], log, timeout * (3 if sanitized else 1), sanitizer, env)
+        if code is None:
+            _hung.add(job.module)
+            raise KernelFailed(f"your function did not finish within {timeout * (3 if sanitized else 1)} s and was "
+                               "stopped. Hint: a kernel whose loop never ends, or a thread waiting for "
+                               "something that never happens, hangs the GPU.")
+        output = _tail(log)
+        if sanitized:
+            _sanitizer_verdict(job.mode, code, output)
+            if code == SANITIZER_EXIT and result.exists():
+                code = 0  # not a bad access or a race (a refused launch, no memory): the child reports it
+        if code != 0 or not result.exists():
+            raise _crashed(code, output, sanitized)
+        decided, judge_log = Path(tmp) / "verdict.json", Path(tmp) / "judge.txt"
+        code = in_child("judge", [job_path, result, decided], judge_log, timeout)
+        if code != 0 or not decided.exists():
+            raise RuntimeError(f"the grader could not judge this run (this is the course's fault, not yours): "
+                               f"{_tail(judge_log) if judge_log.exists() else code}")
+        outcome = json.loads(decided.read_text())
+    if not outcome["passed"]:
+        raise AssertionError(outcome["message"])
+
+
+def _crashed(returncode, output, sanitized=False):
+    if returncode < 0 or (sanitized and returncode in (signal.SIGSEGV, signal.SIGBUS, signal.SIGABRT, signal.SIGFPE)):
+        # compute-sanitizer passes its child's fatal signal on as an exit code
+        what = f"crashed with {signal.Signals(abs(returncode)).name}"
+    else:
+        what = f"stopped with exit code {returncode}"
+    tail = "\n".join(output.strip().splitlines()[-12:])
+    corrupted = HEAP_CORRUPTED.search(tail)
+    hint = crash_hint(f"{what}: {corrupted.group(0)}" if corrupted else what)
+    return KernelFailed(f"the process running your function {what}.\n{tail}\nHint: {hint}.")
+
+
+def _sanitizer_verdict(mode, returncode, output):
+    """Raises OutOfBounds or Raced when compute-sanitizer caught a bad access or a shared-memory race."""
+    if returncode != SANITIZER_EXIT:
+        return
+    found = re.search(r"ERROR SUMMARY: (\d+) error", output)
+    count = found.group(1) if found else "some"
+    if mode == "memory":
+        errors = re.findall(r"^=+ (Invalid __\w+__ \w+ of size \d+ bytes?)", output, re.M)
+        if errors:
+            raise OutOfBounds(f"compute-sanitizer found {count} errors; the first: {errors[0]}")
+    else:
+        races = re.findall(r"^=+ (?:Error: )?(.*(?:[Rr]ace reported|hazard detected).*)$", output, re.M)
+        if races:
+            raise Raced(f"compute-sanitizer's racecheck found {count} hazards; the first: {races[0].strip()}")
+
+
+def _caller_source(depth=3):
+    """The notebook's current cuda_src, if the cell that called the check can see one."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        src = frame.f_globals.get("cuda_src")
+        if isinstance(src, str):
+            return src
+        frame = frame.f_back
+    return None
+
+
+_failed = {}  # build name -> the compiler's message, so a source that does not compile is tried once
+
+
+def compiled(exercise, answer):
+    """The file of the module a check judges: cuda_src (a string) built, or the module load_cuda returned, if current."""
+    func = exercise.func
+    if isinstance(answer, str):
+        name = build_name(answer, exercise.cpp_src, [func])
+        try:
+            if name in _failed:
+                raise CompileError(_failed[name])
+            return built(answer, exercise.cpp_src, [func])
+        except CompileError as e:
+            _failed[name] = str(e)
+            raise AssertionError(f"{func}: your cuda_src does not compile, so there is nothing to check yet.\n"
+                                 f"{e}") from None
+    path = module_path(answer)  # a clear error for anything that is not a module
+    if not hasattr(answer, func):
+        raise AssertionError(f"the module has no function {func}: name it in funcs=[...] of load_cuda")
+    built_from, current = sources_of(answer), _caller_source()
+    if built_from is not None and current is not None and built_from[0] != current:
+        raise AssertionError(
+            f"{func}: `module` was built from an earlier cuda_src than the one the notebook holds now, so "
+            "checking it would judge old code. Hint: your last edit did not compile (its error is in the "
+            "cell that ran load_cuda), or the load_cuda cell has not run since: fix the error and run it again.")
+    return path
+
+
+def _exercise(key):
+    import importlib
+    topic, name = key
+    found = [v for v in vars(importlib.import_module(topic)).values() if isinstance(v, Exercise) and v.name == name]
+    return found[0]
+
+
+def verdict(job, result):
+    """Judges a child's Result against the job's exercise; raises AssertionError saying what is wrong (run by child.judge)."""
+    exercise, func, cpu = _exercise(job.exercise), job.func, job.cpu
+    if result.error:
+        text = result.error
+        if job.mode == "memory" and cpu and "illegal memory access" in text:
+            raise AssertionError(f"{func}: the memory check found out-of-bounds accesses on the {exercise.probe} "
+                                 f"sizes: {text.splitlines()[-1]}.\nHint: {exercise.hints['memory']}")
+        raise KernelFailed(f"running your function raised an error:\n  {text}\nHint: {crash_hint(text)}.")
+    want = "cpu" if cpu else "cuda"
+    own = None if cpu or job.mode != "integrity" else integrity.module_kernels(job.module)
+    for where, args, run in zip(job.wheres, job.inputs, result.runs):
+        if run.input_changed:
+            raise AssertionError(f"{func} changed its input for {where}. "
+                                 "Hint: the kernel should only write into the output.")
+        if isinstance(run.value, torch.Tensor):
+            if not run.device.startswith(want):
+                raise AssertionError(f"{func} returned a tensor on {run.device} for {where}; "
+                                     f"expected it on {want}. Hint: allocate it with input.options().")
+            if not run.contiguous:
+                raise AssertionError(f"{func} returned a non-contiguous tensor for {where}.")
+        if job.mode == "integrity":
+            integrity.judge(func, where, run, own, job.needs_shared, exercise.hints.get("computes", "every output element"))
+        if job.mode == "race" and isinstance(run.value, torch.Tensor) and isinstance(run.again, torch.Tensor) \
+                and not same(run.value, run.again):
+            raise AssertionError(f"{func}: the race check gave different outputs in two runs for {where}, the "
+                                 "threads of each block running in another order each time.\n"
+                                 f"Hint: {exercise.hints['race']}")
+        # Under the memory check every tensor is a fresh allocation: no fill pattern to find there.
+        exercise.judge(run.value, Case(where, args), func, None if job.mode == "memory" else unwritten(run.value))
+
+
+def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
+    """Checks the compiled function of an exercise on one case in child processes: an input case, or memory, race, integrity."""
+    func = exercise.func
+    names = list(exercise.case_names["cuda"]) + [m for m in MODES if m in exercise.case_names.get("modes", MODES)]
+    if case not in names:
+        raise ValueError(f"unknown case {case!r}; choose one of {names}")
+    cpu = cpu_mode()
+    if not cpu:
+        require_gpu(f"check of {func} ({case!r})")
+    path = compiled(exercise, answer)
+    mode = case if case in MODES else "run"
+    cases = exercise.inputs(exercise.probe if mode != "run" else case, seed, "cuda")
+    nbytes = torch.empty(0, dtype=exercise.out_dtype).element_size()
+    job = Job(module=path, func=func, inputs=[c.args for c in cases],
+              fills=[(exercise.out_numel(c) * nbytes, fill_byte(exercise.out_dtype)) for c in cases], mode=mode,
+              cpu=cpu, memory_module=memory_module() if cpu else None, exercise=(exercise.topic, exercise.name),
+              wheres=[c.where for c in cases], needs_shared=needs_shared)
+    try:
+        run_and_judge(job)
+    except OutOfBounds as e:
+        raise AssertionError(f"{func}: the memory check found out-of-bounds accesses on the {exercise.probe} "
+                             f"sizes: {e}.\nHint: {exercise.hints['memory']}") from None
+    except Raced as e:
+        raise AssertionError(f"{func}: the race check found threads racing on shared memory on the "
+                             f"{exercise.probe} sizes: {e}.\nHint: {exercise.hints['race']}") from None
+    print(f"{func}: {case} passed")

@@ -1,0 +1,84 @@
+"""An exercise as data: the inputs of each named case, the judge that compares an answer, its output's dtype."""
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input of a check: how messages name it, and the arguments the student's function gets."""
+    where: str
+    args: tuple
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """What a topic declares for one exercise; the runners do the rest for every topic alike."""
+    name: str                                    # e.g. "rgb2grey", for messages
+    topic: str                                   # the module that defines it, e.g. "course.topics.grayscale"
+    cases: Callable[[str, Any, str], list]       # (case, seed, rung "python" or "cuda") -> [Case]
+    case_names: dict                             # rung -> the case names it takes
+    judge: Callable[..., None]                   # (yours, case, what, unwritten) -> None; raises AssertionError
+    out_dtype: torch.dtype
+    out_numel: Callable[[Case], int]             # elements of the right output for a case
+    probe: str = "ragged"                        # the case that the memory, race and integrity checks run
+    hints: dict = field(default_factory=dict)    # memory, race, computes: the runners' hints in the topic's words
+    func: str = None                             # CUDA rung: the C++ function the module exports
+    cpp_src: str = None                          # CUDA rung: its declaration, as the lesson gives it
+
+    def inputs(self, case, seed, rung):
+        """The cases of a named input case for a rung, with a clear error for an unknown name or a missing seed."""
+        names = self.case_names[rung]
+        if case not in names:
+            raise ValueError(f"unknown case {case!r}; choose one of {list(names)}")
+        if case == "random" and seed is None:
+            raise ValueError("the random case needs a seed: check_...(fn, 'random', seed=1234)")
+        return self.cases(case, seed, rung)
+
+
+def fill_byte(dtype):
+    """The byte an output is filled with before the student's code runs: NaN for floats, 171 otherwise."""
+    return 0xFF if dtype.is_floating_point else 0xAB
+
+
+def unwritten(yours):
+    """Where a tensor still holds the fill pattern of its dtype, element by element (evidence it was never written)."""
+    if not isinstance(yours, torch.Tensor) or yours.dtype == torch.bool or yours.numel() == 0:
+        return None
+    raw = yours.detach().cpu().contiguous().reshape(-1).view(torch.uint8).view(yours.numel(), yours.element_size())
+    return (raw == fill_byte(yours.dtype)).all(dim=1).view(yours.shape)
+
+
+def same(a, b):
+    """True when two tensors hold the same bits (NaN equals NaN here, unlike ==)."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)) if a.numel() else True
+
+
+def first(mask, names=("row", "col")):
+    """The first True position of mask: its index and words for it, e.g. ([2, 5], "row 2, col 5")."""
+    idx = mask.nonzero()[0].tolist()
+    return idx, ", ".join(f"{n} {i}" for n, i in zip(names, idx))
+
+
+def expect_tensor(yours, what, where, shape, dtype, advice):
+    """Raises AssertionError unless yours is a tensor of this shape and dtype; advice says how to get there."""
+    if not isinstance(yours, torch.Tensor):
+        raise AssertionError(f"{what} returned {type(yours).__name__}, not a tensor, for {where}. "
+                             f"Hint: return the output tensor{advice.get('return', '')}.")
+    if tuple(yours.shape) != tuple(shape):
+        raise AssertionError(f"{what} returned shape {tuple(yours.shape)} for {where}; expected {tuple(shape)}. "
+                             f"Hint: {advice['shape']}")
+    if yours.dtype != dtype:
+        raise AssertionError(f"{what} returned dtype {yours.dtype} for {where}; expected {dtype}. "
+                             f"Hint: {advice['dtype']}")
+
+
+def judges(kind):
+    """Marks a check with what its first argument is, for course.verify: "python" (a function), "cuda" (cuda_src or module), "value"."""
+    def mark(check):
+        check.answer_kind = kind
+        return check
+    return mark

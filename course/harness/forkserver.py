@@ -1,0 +1,134 @@
+"""Check children forked from a warm process: torch is imported once, not once per check.
+
+The server (`python -m course.harness.forkserver`) imports torch and the child's code, never touches
+the GPU, and forks one child per request; each child starts a session of its own, sends its output
+to its log file and runs child.run (the student's module) or child.judge (the verdict). The server reports each child's pid when it starts and its exit
+status when it ends (signals as negative numbers), one JSON line each, on stdout.
+"""
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+
+
+def _serve():
+    import torch  # noqa: F401 (the point of the server: imported once)
+
+    from course.harness import child
+    sel = selectors.DefaultSelector()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    sel.register(sys.stdin.fileno(), selectors.EVENT_READ, "job")
+    sel.register(wake_r, selectors.EVENT_READ, "reap")
+    running, buffer = {}, b""
+
+    def say(msg):
+        os.write(1, (json.dumps(msg) + "\n").encode())
+
+    while True:
+        for key, _ in sel.select():
+            if key.data == "reap":
+                os.read(wake_r, 4096)
+                while running:
+                    pid, status = os.waitpid(-1, os.WNOHANG)
+                    if pid == 0:
+                        break
+                    say({"id": running.pop(pid), "status": os.waitstatus_to_exitcode(status)})
+                continue
+            data = os.read(sys.stdin.fileno(), 65536)
+            if not data:  # the checks' process has gone: so do we
+                return
+            buffer += data
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                req = json.loads(line)
+                pid = os.fork()
+                if pid == 0:
+                    code = 1
+                    try:
+                        os.setsid()
+                        signal.set_wakeup_fd(-1)
+                        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                        fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+                        os.dup2(fd, 1)
+                        os.dup2(fd, 2)
+                        getattr(child, req["task"])(*req["args"])
+                        code = 0
+                    except BaseException:
+                        import traceback
+                        traceback.print_exc()
+                    finally:
+                        sys.stdout.flush()
+                        sys.stderr.flush()
+                        os._exit(code)
+                running[pid] = req["id"]
+                say({"id": req["id"], "pid": pid})
+
+
+class Server:
+    """The client side: starts the server, sends jobs, waits for their children."""
+
+    def __init__(self, env=None):
+        self.proc = subprocess.Popen([sys.executable, "-m", "course.harness.forkserver"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self.lock, self.done = threading.Lock(), threading.Condition()
+        self.replies, self.next_id = {}, 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            msg = json.loads(line)
+            with self.done:
+                self.replies.setdefault(msg["id"], {}).update(msg)
+                self.done.notify_all()
+        with self.done:
+            self.replies[None] = "gone"
+            self.done.notify_all()
+
+    def alive(self):
+        """True while the server runs."""
+        return self.proc.poll() is None
+
+    def _wait(self, job_id, key, timeout):
+        with self.done:
+            self.done.wait_for(lambda: key in self.replies.get(job_id, {}) or None in self.replies, timeout)
+            return self.replies.get(job_id, {}).get(key)
+
+    def run(self, task, args, log, timeout):
+        """Runs child.<task>(*args) in a forked child with output to log: its exit code, or None after timeout (then killed)."""
+        with self.lock:
+            self.next_id += 1
+            job_id = self.next_id
+            self.proc.stdin.write((json.dumps({"id": job_id, "task": task, "args": [str(a) for a in args],
+                                               "log": str(log)}) + "\n").encode())
+            self.proc.stdin.flush()
+        pid = self._wait(job_id, "pid", 120)
+        if pid is None:
+            raise OSError("the check server did not start a child")
+        status = self._wait(job_id, "status", timeout)
+        if status is None and not self.alive():
+            raise OSError("the check server stopped")
+        if status is None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._wait(job_id, "status", 30)
+        with self.done:
+            self.replies.pop(job_id, None)
+        return status
+
+    def close(self):
+        """Stops the server (its running children are left to finish)."""
+        if self.alive():
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    _serve()

@@ -1,0 +1,85 @@
+"""The Python rungs' runner: the student's function on each input of a case, quiet, time-limited, outputs pre-filled."""
+import contextlib
+import io
+import signal
+import threading
+
+import torch
+
+from .exercise import fill_byte, unwritten
+
+PYTHON_TIMEOUT = 60  # seconds: the slowest right answer takes a few seconds on the largest Python case
+
+
+class _TimedOut(BaseException):
+    """Raised inside a student's function when it runs past the check's time limit."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds):
+    """Raises _TimedOut in the main thread after seconds (no limit elsewhere: signals reach the main thread only)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _TimedOut()
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _filled(make):
+    def filled(*args, **kwargs):
+        t = make(*args, **kwargs)
+        if t.numel() and t.dtype != torch.bool and t.is_contiguous():
+            t.view(-1).view(torch.uint8).fill_(fill_byte(t.dtype))
+        return t
+    return filled
+
+
+@contextlib.contextmanager
+def prefilled():
+    """torch.empty and its kin hand out memory holding the fill pattern, as the CUDA checks' outputs do."""
+    patched = [(torch, "empty"), (torch, "empty_like"), (torch, "empty_strided"), (torch.Tensor, "new_empty")]
+    saved = [getattr(owner, name) for owner, name in patched]
+    try:
+        for (owner, name), make in zip(patched, saved):
+            setattr(owner, name, _filled(make))
+        yield
+    finally:
+        for (owner, name), make in zip(patched, saved):
+            setattr(owner, name, make)
+
+
+def call_quietly(fn, args, what, where, seconds=PYTHON_TIMEOUT, hang_hint=None):
+    """Calls fn(*args) with its printing captured, a time limit and pre-filled outputs; a failure becomes an AssertionError."""
+    try:
+        with time_limit(seconds), prefilled(), contextlib.redirect_stdout(io.StringIO()), \
+                contextlib.redirect_stderr(io.StringIO()):
+            return fn(*args)
+    except _TimedOut:
+        raise AssertionError(f"{what} did not finish within {seconds} s for {where} and was stopped. "
+                             f"Hint: {hang_hint or 'a loop that never ends (check its condition and what it counts)'}."
+                             ) from None
+    except Exception as e:
+        raise AssertionError(f"{what} raised {type(e).__name__} for {where}: {e}") from e
+
+
+def check_python(exercise, fn, case, seed=None, hang_hint=None):
+    """Runs a Python-rung function on every input of a case and judges each answer; raises AssertionError on the first wrong one."""
+    if not callable(fn):
+        raise TypeError(f"pass your function itself, e.g. check_...({exercise.name}_py), not {fn!r}")
+    what = getattr(fn, "__name__", "your function")
+    for c in exercise.inputs(case, seed, "python"):
+        before = [a.clone() if isinstance(a, torch.Tensor) else a for a in c.args]
+        yours = call_quietly(fn, c.args, what, c.where, hang_hint=hang_hint)
+        if any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in zip(c.args, before)):
+            raise AssertionError(f"{what} changed its input for {c.where}. Hint: write only into the output tensor.")
+        exercise.judge(yours, c, what, unwritten(yours))
+    print(f"{what}: {case} passed")
