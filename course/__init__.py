@@ -13,8 +13,9 @@ _WHERE = {
     "photo": "images", "small_photo": "images", "show_img": "images",
     "digits": "digits", "show_digits": "digits",
     "rgb2grey": "topics.grayscale", "check_rgb2grey": "topics.grayscale", "check_rgb2grey_cuda": "topics.grayscale",
-    "matmul_ref": "topics.matmul", "check_matmul": "topics.matmul", "check_matmul_cuda": "topics.matmul",
-    "check_matmul_tiled_cuda": "topics.matmul",
+    "weights": "topics.matmul", "check_matmul": "topics.matmul", "check_matmul_cuda": "topics.matmul",
+    "check_matmul_tiled": "topics.matmul", "check_matmul_tiled_cuda": "topics.matmul",
+    "blk_kernel2d_shar": "ladder",
     "cuda_time": "timing", "plot_times": "timing",
 }
 __all__ = sorted(_WHERE)

@@ -185,6 +185,28 @@ def translate(cuda_src):
             text = f"{ctype}* {var} = ({ctype}*)::cuda_cpu::detail::dynamic_smem;"
         edits.append((m.start(), m.end(), keep_lines(m.start(), m.end(), text)))
 
+    # Each __shared__ array a function declares is marked, so a launch knows whether its kernel wrote
+    # shared memory (the tiled exercises' check asks). The call goes after the ';', on the same line.
+    scopes = scopes or _namespace_scope(code)
+    for m in re.finditer(r"(?<![\w])__shared__\b((?:[^;{}()]|\([^()]*\))*);", code):
+        before = code[max(0, m.start() - 40):m.start()]
+        if re.search(r"\bextern\s+(?:(?:volatile|const|static)\s+)*$", before) or _at_namespace_scope(scopes, m.start()):
+            continue
+        parts, depth, cur = [], 0, ""
+        for ch in m.group(1):
+            depth += ch in "[(<"
+            depth -= ch in "])>"
+            if ch == "," and depth == 0:
+                parts.append(cur)
+                cur = ""
+            else:
+                cur += ch
+        parts.append(cur)
+        names = [n.group(1) for n in (re.search(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*(?:=.*)?$", p.strip())
+                                      for p in parts) if n]
+        marks = "".join(f" ::cuda_cpu::detail::shared_mark(&{n}, sizeof({n}));" for n in names)
+        edits.append((m.end(), m.end(), marks))
+
     # `static __shared__` would be `static static`.
     for m in re.finditer(r"\bstatic\s+(?=(?:(?:volatile|const)\s+)*__shared__\b)|(?<=__shared__)\s+static\b", code):
         edits.append((m.start(), m.end(), keep_lines(m.start(), m.end(), " ")))

@@ -146,6 +146,9 @@ CUDA_CPU_HIDDEN const char* error_name(cudaError_t e);
 CUDA_CPU_HIDDEN void warn_error(cudaError_t e, const char* file, const char* func, int line);
 CUDA_CPU_HIDDEN void set_max_dynamic_smem(int bytes);
 CUDA_CPU_HIDDEN int barrier(int kind, int pred);  // kind 1: __syncthreads*, 2: __syncwarp
+// course/build/cpu.py puts a call after each __shared__ array a kernel declares: the launch then knows
+// whether its kernel wrote shared memory (a tiled exercise's check asks).
+CUDA_CPU_HIDDEN void shared_mark(void* p, size_t bytes);
 }  // namespace detail
 }  // namespace cuda_cpu
 

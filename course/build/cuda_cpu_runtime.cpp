@@ -314,6 +314,16 @@ void* dynamic_shared(size_t bytes) {
   return smem_map + smem_cap - (bytes + 255) / 256 * 256;
 }
 
+// ---- shared memory a launch wrote: filled with kSharedFill when first seen in a launch, compared after
+constexpr unsigned char kSharedFill = 0xA5;
+std::vector<std::pair<char*, size_t>> shared_seen;  // the static __shared__ arrays marked in this launch
+
+bool changed(const char* p, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (static_cast<unsigned char>(p[i]) != kSharedFill) return true;
+  return false;
+}
+
 // ---- faults: a kernel that crashes ends its launch with an error, as on a GPU, not the process.
 sigjmp_buf fault_jmp;
 volatile sig_atomic_t fault_signal = 0;
@@ -453,6 +463,8 @@ void launch(const char* name, dim3 g, dim3 b, size_t shmem, cudaStream_t stream,
     while (std::gcd(a, nblocks) != 1);
   }
   dynamic_smem = dynamic_shared(shmem);
+  std::memset(dynamic_smem, kSharedFill, shmem);
+  shared_seen.clear();
   g_threads = threads;
   g_body = body;
   g_failed = false;
@@ -481,9 +493,23 @@ void launch(const char* name, dim3 g, dim3 b, size_t shmem, cudaStream_t stream,
   }
   release_faults();
   in_launch = false;
+  bool wrote_shared = changed(static_cast<char*>(dynamic_smem), shmem);
+  for (const auto& s : shared_seen) wrote_shared = wrote_shared || changed(s.first, s.second);
+  if (wrote_shared) {  // an event of its own, as the GPU's profiler shows a kernel's shared memory
+    RECORD_FUNCTION(std::string("cuda_cpu_shared::") + name, c10::ArrayRef<const c10::IValue>{});
+  }
   std::fflush(stdout);  // the kernel's printf shows now, as cudaDeviceSynchronize would show it
   if (g_failed)
     record(cudaErrorLaunchFailure, "CPU mode: the kernel " + std::string(name) + " threw: " + g_failure);
+}
+
+void shared_mark(void* p, size_t bytes) {
+  if (!in_launch) return;
+  char* c = static_cast<char*>(p);
+  for (const auto& s : shared_seen)
+    if (s.first == c) return;
+  std::memset(c, kSharedFill, bytes);
+  shared_seen.emplace_back(c, bytes);
 }
 
 [[noreturn]] void failed_assert(const char* expr, const char* file, unsigned int line, const char* func) {

@@ -212,15 +212,31 @@ def _caller_source(depth=3):
 _failed = {}  # build name -> the compiler's message, so a source that does not compile is tried once
 
 
+def entry_point(exercise, cuda_src):
+    """(function, cpp_src) to build cuda_src with: the exercise's function, or the one function of cuda_src with its parameters.
+
+    So a source written under another name (the lecture's matmul_dyn for the matmul_static exercise) is judged as it is.
+    """
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", " ", cuda_src, flags=re.S)
+    tensor = r"(?:const\s+)?(?:torch|at)::Tensor\s*&?\s*\w*"
+    wanted = exercise.cpp_src.count("Tensor") - 1  # the return type is one
+    found = re.findall(rf"(?:torch|at)::Tensor\s+(\w+)\s*\(\s*({tensor}(?:\s*,\s*{tensor})*)\s*\)\s*\{{", code)
+    names = [name for name, params in found if params.count("Tensor") == wanted]
+    if exercise.func in names or len(names) != 1:
+        return exercise.func, exercise.cpp_src
+    return names[0], re.sub(rf"\b{exercise.func}\b", names[0], exercise.cpp_src)
+
+
 def compiled(exercise, answer):
-    """The file of the module a check judges: cuda_src (a string) built, or the module load_cuda returned, if current."""
+    """(file, function) of the module a check judges: cuda_src (a string) built, or the module load_cuda returned, if current."""
     func = exercise.func
     if isinstance(answer, str):
-        name = build_name(answer, exercise.cpp_src, [func])
+        func, cpp_src = entry_point(exercise, answer)
+        name = build_name(answer, cpp_src, [func])
         try:
             if name in _failed:
                 raise CompileError(_failed[name])
-            return built(answer, exercise.cpp_src, [func])
+            return built(answer, cpp_src, [func]), func
         except CompileError as e:
             _failed[name] = str(e)
             raise AssertionError(f"{func}: your cuda_src does not compile, so there is nothing to check yet.\n"
@@ -234,7 +250,7 @@ def compiled(exercise, answer):
             f"{func}: `module` was built from an earlier cuda_src than the one the notebook holds now, so "
             "checking it would judge old code. Hint: your last edit did not compile (its error is in the "
             "cell that ran load_cuda), or the load_cuda cell has not run since: fix the error and run it again.")
-    return path
+    return path, func
 
 
 def _exercise(key):
@@ -278,14 +294,13 @@ def verdict(job, result):
 
 def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
     """Checks the compiled function of an exercise on one case in child processes: an input case, or memory, race, integrity."""
-    func = exercise.func
     names = list(exercise.case_names["cuda"]) + [m for m in MODES if m in exercise.case_names.get("modes", MODES)]
     if case not in names:
         raise ValueError(f"unknown case {case!r}; choose one of {names}")
     cpu = cpu_mode()
     if not cpu:
-        require_gpu(f"check of {func} ({case!r})")
-    path = compiled(exercise, answer)
+        require_gpu(f"check of {exercise.func} ({case!r})")
+    path, func = compiled(exercise, answer)
     mode = case if case in MODES else "run"
     cases = exercise.inputs(exercise.probe if mode != "run" else case, seed, "cuda")
     nbytes = torch.empty(0, dtype=exercise.out_dtype).element_size()

@@ -1,0 +1,225 @@
+"""Matmul: the inputs each check feeds an answer, how a float32 product is judged against an exact one, and the checks."""
+import math
+
+import torch
+
+from ..harness.cuda import check_cuda
+from ..harness.exercise import Case, Exercise, expect_tensor, first, judges
+from ..harness.python import check_python
+
+U32 = 2.0 ** -24  # float32's unit roundoff: half the gap between 1 and the next float32
+CPP_SRC = "torch::Tensor matmul(torch::Tensor m, torch::Tensor n);"
+TILED_CPP_SRC = "torch::Tensor matmul_static(torch::Tensor m, torch::Tensor n);"
+WEIGHTS_SEED = 1  # the lecture's torch.manual_seed(1) before weights = torch.randn(784, 10)
+
+
+def weights():
+    """The lessons' (784, 10) float32 weights: seeded normal values, the same every time."""
+    return torch.randn(784, 10, generator=torch.Generator().manual_seed(WEIGHTS_SEED))
+
+
+def _random(m, k, n, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+
+
+def _random_shapes(seed, count, largest):
+    g = torch.Generator().manual_seed(seed)
+    return [tuple(int(v) for v in torch.randint(1, largest + 1, (3,), generator=g)) for _ in range(count)]
+
+
+# (m, k, n): a is m x k, b is k x n. Python loops are slow, so their cases stay small.
+SHAPES = {
+    "python": {"tiny": [(1, 1, 1)], "ragged": [(3, 5, 7), (17, 37, 19)],
+               "tall_skinny": [(37, 2, 1), (1, 2, 37), (1, 60, 1)], "all_different": [(6, 11, 4)]},
+    "cuda": {"tiny": [(1, 1, 1)], "ragged": [(37, 53, 29), (17, 1, 31), (100, 67, 83)],
+             "tall_skinny": [(1000, 3, 2), (2, 3000, 5), (1, 2048, 1)], "all_different": [(45, 70, 23)],
+             "large": [(1024, 1024, 1024)]},
+}
+
+
+def matmul_cases(case, seed, rung):
+    """The named inputs of a matmul check for a rung: Cases of (a, b), float32 and contiguous."""
+    if case == "digits":
+        from ..digits import digits
+        x, _ = digits(5)
+        return [Case("the digits: a (5, 784) batch of digits times the (784, 10) weights", (x, weights()))]
+    if case == "random":
+        shapes = _random_shapes(seed, 2, 24) if rung == "python" else _random_shapes(seed, 3, 300)
+    else:
+        shapes = SHAPES[rung][case]
+    return [Case(f"a ({m}, {k}) @ ({k}, {n}) product", _random(m, k, n, seed=m * 10007 + k * 101 + n + (seed or 0)))
+            for m, k, n in shapes]
+
+
+def bound(a, b):
+    """How far a float32 product may be from the exact one, element by element: (k+2) u |a| @ |b| (u = 2**-24).
+
+    Every float32 dot product of length k, summed in any order, with or without fused multiply-adds,
+    is within k u |a| @ |b| of the exact value (the classic forward-error bound, Higham 2002, 3.1);
+    two more u cover rounding the result. Half-precision inputs or sums, a dropped term, a transposed
+    operand are far outside it on these inputs.
+    """
+    k = a.shape[1]
+    return (k + 2) * U32 * (a.double().abs() @ b.double().abs()) + 1e-30
+
+
+def _close(yours, want, tol):
+    return bool(((yours - want).abs() <= tol).all())
+
+
+def _hint(yours, a, b, bad, never, tol):
+    """The likeliest fix, read from what the wrong elements look like; a plain "compare the indices" when nothing fits."""
+    m, k = a.shape
+    n = b.shape[1]
+    a64, b64, y = a.double(), b.double(), yours.double()
+    if never and never == int(bad.sum()):
+        rows, cols = bad.any(1).nonzero().flatten(), bad.any(0).nonzero().flatten()
+        where = ""
+        if bool(bad[rows.min():, :].all()) and rows.min() > 0:
+            where = f" (every row from {int(rows.min())} on: the grid's y extent is too small)"
+        elif bool(bad[:, cols.min():].all()) and cols.min() > 0:
+            where = f" (every column from {int(cols.min())} on: the grid's x extent is too small)"
+        return ("those elements were never written" + where + ": launch enough blocks to cover every (row, col), "
+                "dim3 blocks(cdiv(w, 16), cdiv(h, 16)) with x for columns and y for rows, and have each thread "
+                "with row < h && col < w write out[row*w + col].")
+    if k > 1 and _close(y, a64[:, :-1] @ b64[:-1], tol):
+        return "every element misses the last product: the loop over k stops one short. Sum i from 0 while i < k."
+    if k > 1 and _close(y, a64[:, 1:] @ b64[1:], tol):
+        return "every element misses the first product: the loop over k starts at 1. Start it at 0."
+    if m * n > 1 and _close(y.reshape(-1), (a64 @ b64).t().reshape(-1), tol.t().reshape(-1)):
+        return ("your values are right but stored column by column: the output is row-major, so element "
+                "(row, col) goes to out[row*w + col], not out[col*h + row].")
+    if m == n and _close(y, (a64 @ b64).t(), tol.t()):
+        return "you computed element (col, row) for (row, col): swap them (row from .y, col from .x)."
+    for name, rounded in LOW_PRECISION.items():  # inputs rounded, products summed in float32
+        ra, rb = rounded(a).double(), rounded(b).double()
+        if _close(y, ra @ rb, bound(ra, rb)):
+            return (f"your values are what {name} inputs give: the kernel rounds a and b to {name} before "
+                    "multiplying. Keep them float: float* pointers, data_ptr<float>(), float products.")
+    for name, dtype, u in ((n, d, u) for n, (d, u) in HALF_SUMS.items()):
+        acc = torch.zeros(m, n, dtype=dtype)
+        for i in range(k):  # the sum kept in a low-precision variable, as `__half o = 0;` would
+            acc = (acc.double() + a64[:, i:i + 1] * b64[i]).to(dtype)
+        if _close(y, acc.double(), tol + 2 * u * acc.double().abs()):
+            return (f"your sums are what a running sum kept in {name} gives: declare the accumulator float "
+                    "(`float o = 0;`).")
+    off = ((y - a64 @ b64).abs() / (a64.abs() @ b64.abs() + 1e-30))[bad]
+    near = " Your wrong values are all within 1% of the right ones, so the indexing may be right and the " \
+           "arithmetic not." if float(off.max()) < 1e-2 else ""
+    return ("the values are wrong in a way the checker cannot name." + near + " Compare your kernel with the "
+            "L2 one: a[row*k + i], b[i*w + col], out[row*w + col], row = blockIdx.y*blockDim.y + threadIdx.y, "
+            "col = blockIdx.x*blockDim.x + threadIdx.x; print one wrong element's row and col to see.")
+
+
+def _tf32(x):
+    """x rounded to TF32 (10 bits of mantissa, as tensor cores read float32 with TF32 on)."""
+    bits = x.contiguous().view(torch.int32)
+    return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+LOW_PRECISION = {"half (float16)": lambda x: x.half(), "bfloat16": lambda x: x.bfloat16(), "TF32": _tf32}
+HALF_SUMS = {"half (float16)": (torch.float16, 2.0 ** -11), "bfloat16": (torch.bfloat16, 2.0 ** -8)}
+
+
+def judge_matmul(yours, case, what, unwritten=None):
+    """Asserts yours is a @ b in float32: each element within the float32 error bound of the exact product."""
+    a, b = case.args
+    m, n, where = a.shape[0], b.shape[1], case.where
+    expect_tensor(yours, what, where, (m, n), torch.float32, {
+        "return": ", e.g. `return c` with c = torch.empty(h, w)",
+        "shape": f"a ({m}, k) matrix times a (k, {n}) matrix is ({m}, {n}): h = a.shape[0] rows, w = b.shape[1] columns.",
+        "dtype": "the inputs are float32: make the output with the inputs' dtype (torch.float32, m.options())."})
+    yours = yours.cpu()
+    exact = a.double() @ b.double()
+    tol = bound(a, b)
+    bad = ~((yours.double() - exact).abs() <= tol)  # NaN counts as wrong
+    n_bad = int(bad.sum())
+    if n_bad == 0:
+        return
+    idx, at = first(bad)
+    mine, want = float(yours[tuple(idx)]), float(exact[tuple(idx)])
+    msg = (f"{what}: {n_bad:,} of {m * n:,} elements are wrong for {where}.\n"
+           f"  first at {at}: yours {mine:.7g}, expected {want:.7g} (off by {abs(mine - want):.3g}; allowed: "
+           f"{float(tol[tuple(idx)]):.3g}, the float32 error bound (k+2)*2**-24*sum|a||b| for k = {a.shape[1]})")
+    never = int((bad & unwritten).sum()) if unwritten is not None else 0
+    if never:
+        msg += (f"\n  {never:,} of the wrong elements still hold NaN, the value the memory had before your code "
+                "ran: they were never written.")
+    raise AssertionError(f"{msg}\nHint: {_hint(yours, a, b, bad, never, tol)}")
+
+
+CASE_NAMES = {"python": ("tiny", "ragged", "tall_skinny", "all_different", "digits", "random"),
+              "cuda": ("tiny", "ragged", "tall_skinny", "all_different", "digits", "large", "random")}
+MEMORY_HINT = ("a thread outside the output must not read or write: guard with `if (row < h && col < w)` (h rows "
+               "of a, w columns of b), and keep every index inside its matrix: a[row*k + i], b[i*w + col].")
+RACE_HINT = ("every thread must have written its part of the tile before any thread reads it, and have finished "
+             "reading it before any thread overwrites it with the next tile: __syncthreads() after filling the "
+             "shared arrays, and again after the loop that uses them.")
+
+MATMUL = Exercise(
+    name="matmul", topic=__name__, cases=matmul_cases, judge=judge_matmul, out_dtype=torch.float32,
+    case_names={**CASE_NAMES, "modes": ("memory", "integrity")},
+    out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1], func="matmul", cpp_src=CPP_SRC,
+    hints={"memory": MEMORY_HINT, "computes": "every element of the product"})
+MATMUL_TILED = Exercise(
+    name="matmul_tiled", topic=__name__, cases=matmul_cases, judge=judge_matmul, out_dtype=torch.float32,
+    case_names={**CASE_NAMES, "modes": ("memory", "race", "integrity")},
+    out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1], func="matmul_static", cpp_src=TILED_CPP_SRC,
+    hints={"memory": MEMORY_HINT, "race": RACE_HINT, "computes": "every element of the product, tile by tile"})
+
+
+@judges("python")
+def check_matmul(fn, case="digits", seed=None):
+    """Checks a Python-rung matmul(a, b) against the exact product on one case of inputs."""
+    check_python(MATMUL, fn, case, seed)
+
+
+@judges("python")
+def check_matmul_tiled(fn, case="digits", seed=None):
+    """Checks a tiled Python matmul: right on the case, and computed through blk_kernel2d_shar's shared memory."""
+    from .. import ladder
+    before = dict(ladder.shared_use)
+    try:
+        check_python(MATMUL, fn, case, seed)
+    except AssertionError as e:
+        race = _order_matters(fn, case, seed)
+        raise AssertionError(f"{str(e).split(chr(10) + 'Hint: ')[0]}\nHint: {race}" if race else str(e)) from None
+    if ladder.shared_use["writes"] == before["writes"] or ladder.shared_use["syncs"] == before["syncs"]:
+        raise AssertionError(
+            f"{getattr(fn, '__name__', 'your function')} gave the right answers without filling shared memory "
+            "and calling syncthreads(). Hint: the exercise is the tiled kernel: launch it with "
+            "blk_kernel2d_shar, copy each tile into `shared`, call syncthreads(), and compute from the tile.")
+
+
+def _order_matters(fn, case, seed):
+    """A sentence for a failed tiled check when the answer changes with the order a block's threads run in."""
+    from ..harness.python import call_quietly
+    from ..ladder import thread_order
+    for c in MATMUL.inputs(case, seed, "python"):
+        try:
+            runs = []
+            for reverse in (False, True):
+                thread_order["reversed"] = reverse
+                runs.append(call_quietly(fn, c.args, "", c.where))
+        except AssertionError:
+            continue
+        finally:
+            thread_order["reversed"] = False
+        if all(isinstance(r, torch.Tensor) for r in runs) and runs[0].shape == runs[1].shape \
+                and not torch.equal(runs[0].nan_to_num(), runs[1].nan_to_num()):
+            return ("it gives other answers when the threads of each block run in another order: that is a "
+                    f"race on shared memory. {RACE_HINT[0].upper()}{RACE_HINT[1:]}")
+    return ""
+
+
+@judges("cuda")
+def check_matmul_cuda(answer, case="digits", seed=None):
+    """Checks a compiled matmul (your cuda_src, or the module load_cuda built) on one case: an input case, "memory" or "integrity"."""
+    check_cuda(MATMUL, answer, case, seed)
+
+
+@judges("cuda")
+def check_matmul_tiled_cuda(answer, case="digits", seed=None):
+    """Checks a compiled tiled matmul on one case: an input case, "memory", "race" or "integrity" (which also asks for shared memory)."""
+    check_cuda(MATMUL_TILED, answer, case, seed, needs_shared=True)
