@@ -2,7 +2,8 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
-ASSIGNMENT ?= grayscale
+ASSIGNMENTS ?= $(notdir $(wildcard source/*))
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: setup release grade feedback test lab clean
 
@@ -14,21 +15,20 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
-release: setup  ## source/ -> release/ through nbgrader (solutions out, C stubs in)
-	nbgrader generate_assignment $(ASSIGNMENT) --force
+release: setup  ## source/ -> release/ through nbgrader (solutions out, C stubs in), every assignment
+	for a in $(ASSIGNMENTS); do nbgrader generate_assignment $$a --force || exit 1; done
 
-grade: release  ## autograde the example submissions, print the grade table, re-verify in clean processes
-	$(PY) -m course.grading.submissions $(ASSIGNMENT)
-	nbgrader autograde $(ASSIGNMENT) --create --force
-	$(PY) -m course.grading.gradebook $(ASSIGNMENT)
-	$(PY) -m course.grading.verify $(ASSIGNMENT)
+grade: release  ## autograde the example submissions, print the grade tables, re-verify in clean processes
+	for a in $(ASSIGNMENTS); do \
+	  $(PY) -m course.grading.submissions $$a && nbgrader autograde $$a --create --force && \
+	  $(PY) -m course.grading.gradebook $$a && $(PY) -m course.grading.verify $$a || exit 1; done
 
 feedback: ## the HTML feedback students get, from the last autograde
-	nbgrader generate_feedback $(ASSIGNMENT) --force
+	for a in $(ASSIGNMENTS); do nbgrader generate_feedback $$a --force || exit 1; done
 
-test: setup  ## unit tests, the nbgrader pipeline, and nbval over source/
-	$(PY) -m pytest tests
-	$(PY) -m pytest --nbval-lax source
+test: setup  ## unit tests, the nbgrader pipeline, the corpus, the browser, then nbval over source/ (both cores each)
+	$(PY) -m pytest tests -n $(JOBS) --dist loadgroup --durations=15
+	$(PY) -m pytest --nbval-lax source -n $(JOBS) --dist loadfile
 
 lab: setup  ## open the course in JupyterLab
 	jupyter lab release

@@ -20,6 +20,11 @@ _WHERE = {
 }
 __all__ = sorted(_WHERE)
 
+# A submodule's import binds its name in this package: these two share a name with a function, so the
+# function is bound now, after its module's import, for good.
+from .device import device  # noqa: E402
+from .digits import digits  # noqa: E402
+
 
 def __getattr__(name):
     if name not in _WHERE:

@@ -39,7 +39,8 @@ def module_kernels(path):
         symbols = subprocess.run(["nm", "--defined-only", str(path)], capture_output=True, text=True).stdout
     except OSError:
         return None
-    mangled = ["_" + m for m in re.findall(r"__device_stub__(Z\w+)", symbols)]
+    # nvcc's host stub of each kernel: `__device_stub__Z<mangled kernel>`, itself mangled as a function
+    mangled = ["_" + m for m in re.findall(r"^\S+\s+[tTwW]\s+(?:_ZL?\d+)?__device_stub__(Z\w+)$", symbols, re.M)]
     if not mangled:
         return set()
     try:

@@ -8,6 +8,7 @@ from ..harness.exercise import Case, Exercise, expect_tensor, first, judges
 from ..harness.python import check_python
 
 U32 = 2.0 ** -24  # float32's unit roundoff: half the gap between 1 and the next float32
+SAMPLE = 64  # wrong elements a hint's candidate causes are tested on: enough to tell them apart, cheap at 1024^3
 CPP_SRC = "torch::Tensor matmul(torch::Tensor m, torch::Tensor n);"
 TILED_CPP_SRC = "torch::Tensor matmul_static(torch::Tensor m, torch::Tensor n);"
 WEIGHTS_SEED = 1  # the lecture's torch.manual_seed(1) before weights = torch.randn(784, 10)
@@ -68,11 +69,19 @@ def _close(yours, want, tol):
     return bool(((yours - want).abs() <= tol).all())
 
 
+def _dots(rows, cols):
+    """Row-by-row dot products of two (s, k) float64 tensors."""
+    return (rows * cols).sum(dim=1)
+
+
 def _hint(yours, a, b, bad, never, tol):
-    """The likeliest fix, read from what the wrong elements look like; a plain "compare the indices" when nothing fits."""
+    """The fix that the wrong elements point at, each candidate cause tested on a sample of them; "cannot name" when none fits.
+
+    Every candidate is a computation a typical mistake performs; where several fit (with k = 2, dropping
+    the first product and keeping only the last are the same), the hint names them all.
+    """
     m, k = a.shape
     n = b.shape[1]
-    a64, b64, y = a.double(), b.double(), yours.double()
     if never and never == int(bad.sum()):
         rows, cols = bad.any(1).nonzero().flatten(), bad.any(0).nonzero().flatten()
         where = ""
@@ -83,30 +92,53 @@ def _hint(yours, a, b, bad, never, tol):
         return ("those elements were never written" + where + ": launch enough blocks to cover every (row, col), "
                 "dim3 blocks(cdiv(w, 16), cdiv(h, 16)) with x for columns and y for rows, and have each thread "
                 "with row < h && col < w write out[row*w + col].")
-    if k > 1 and _close(y, a64[:, :-1] @ b64[:-1], tol):
-        return "every element misses the last product: the loop over k stops one short. Sum i from 0 while i < k."
-    if k > 1 and _close(y, a64[:, 1:] @ b64[1:], tol):
-        return "every element misses the first product: the loop over k starts at 1. Start it at 0."
-    if m * n > 1 and _close(y.reshape(-1), (a64 @ b64).t().reshape(-1), tol.t().reshape(-1)):
-        return ("your values are right but stored column by column: the output is row-major, so element "
-                "(row, col) goes to out[row*w + col], not out[col*h + row].")
-    if m == n and _close(y, (a64 @ b64).t(), tol.t()):
-        return "you computed element (col, row) for (row, col): swap them (row from .y, col from .x)."
+    idx = bad.nonzero()[:SAMPLE]
+    r, c = idx[:, 0], idx[:, 1]
+    a64, b64 = a.double(), b.double()
+    y = yours.double()[r, c]
+    scale = _dots(a64[r].abs(), b64[:, c].t().abs())
+
+    def fits(want, slack=0.0):
+        return bool(((y - want).abs() <= (k + 2) * U32 * scale + slack + 1e-30).all())
+
+    row, col = a64[r], b64[:, c].t()  # each sampled element's row of a and column of b
+    p = r * n + c  # where the kernel wrote each sampled element, counted row by row
+    found = []
+    if bool((y == 0).all()):
+        found.append("your kernel wrote 0 everywhere: the loop over k never ran (check its bounds) or the sum is "
+                     "not what is stored")
+    if bool((y == y.round()).all()) and not bool((y == 0).all()):
+        found.append("every value is a whole number: the sum is kept in an int. Declare it float")
+    if k > 1 and fits(_dots(row[:, :-1], col[:, :-1])):
+        found.append("every element misses the last product: the loop over k stops one short. Sum i from 0 while i < k")
+    if k > 1 and fits(_dots(row[:, 1:], col[:, 1:])):
+        found.append("every element misses the first product: the loop over k starts at 1. Start it at 0")
+    if k > 1 and fits(row[:, -1] * col[:, -1]):
+        found.append("every element is its last product alone: each step replaces the sum instead of adding to it (+=)")
+    if m * n > 1 and fits(_dots(a64[p % m], b64[:, p // m].t())):
+        found.append("your values are right but stored column by column: element (row, col) goes to out[row*w + col], "
+                     "not out[col*h + row]")
+    if m > 1 and k > 1 and fits(_dots(a64.reshape(-1).view(k, m)[:, r].t(), col)):
+        found.append("you read a column by column (a[i*h + row]); it is stored row by row: element (row, i) is a[row*k + i]")
+    if n > 1 and k > 1 and fits(_dots(row, b64.reshape(-1).view(n, k)[c])):
+        found.append("you read b column by column (b[col*k + i]); it is stored row by row: element (i, col) is b[i*w + col]")
+    if m == n and m > 1 and fits(_dots(a64[c], b64[:, r].t())):
+        found.append("you computed element (col, row) for (row, col): row comes from .y, col from .x")
     for name, rounded in LOW_PRECISION.items():  # inputs rounded, products summed in float32
-        ra, rb = rounded(a).double(), rounded(b).double()
-        if _close(y, ra @ rb, bound(ra, rb)):
-            return (f"your values are what {name} inputs give: the kernel rounds a and b to {name} before "
-                    "multiplying. Keep them float: float* pointers, data_ptr<float>(), float products.")
-    for name, dtype, u in ((n, d, u) for n, (d, u) in HALF_SUMS.items()):
-        acc = torch.zeros(m, n, dtype=dtype)
+        if fits(_dots(rounded(a[r]).double(), rounded(b[:, c].t()).double())):
+            found.append(f"your values are what {name} inputs give: the kernel rounds a and b to {name} before "
+                         "multiplying. Keep them float: float* pointers, data_ptr<float>(), float products")
+    for name, (dtype, u) in HALF_SUMS.items():
+        acc = torch.zeros(len(y), dtype=dtype)
         for i in range(k):  # the sum kept in a low-precision variable, as `__half o = 0;` would
-            acc = (acc.double() + a64[:, i:i + 1] * b64[i]).to(dtype)
-        if _close(y, acc.double(), tol + 2 * u * acc.double().abs()):
-            return (f"your sums are what a running sum kept in {name} gives: declare the accumulator float "
-                    "(`float o = 0;`).")
-    off = ((y - a64 @ b64).abs() / (a64.abs() @ b64.abs() + 1e-30))[bad]
-    near = " Your wrong values are all within 1% of the right ones, so the indexing may be right and the " \
-           "arithmetic not." if float(off.max()) < 1e-2 else ""
+            acc = (acc.double() + row[:, i] * col[:, i]).to(dtype)
+        if fits(acc.double(), 2 * u * acc.double().abs()):
+            found.append(f"your sums are what a running sum kept in {name} gives: declare the accumulator float")
+    if found:
+        return found[0] + "." if len(found) == 1 else "either " + "; or ".join(found) + "."
+    off = (y - _dots(row, col)).abs() / (scale + 1e-30)
+    near = (" Your wrong values are all within 1% of the right ones, so the indexing may be right and the "
+            "arithmetic not.") if float(off.max()) < 1e-2 else ""
     return ("the values are wrong in a way the checker cannot name." + near + " Compare your kernel with the "
             "L2 one: a[row*k + i], b[i*w + col], out[row*w + col], row = blockIdx.y*blockDim.y + threadIdx.y, "
             "col = blockIdx.x*blockDim.x + threadIdx.x; print one wrong element's row and col to see.")
