@@ -1,4 +1,6 @@
 """Grayscale: the reference, the inputs each check feeds an answer, how a grey image is judged, and the checks."""
+import itertools
+
 import torch
 
 from ..harness.cuda import check_cuda
@@ -55,8 +57,197 @@ def grey_cases(case, seed, rung):
     return [Case(f"a {h}x{w} image", (_random_image(h, w, seed=h * 10007 + w + (seed or 0)),)) for h, w in sizes]
 
 
+CHANNELS = ("red", "green", "blue")
+PLANES = ("x[i]", "x[i+n]", "x[i+2*n]")  # where a CHW kernel finds pixel i's red, green and blue
+BLOCK_SIZES = (32, 64, 128, 256, 512, 1024)
+# Weights students bring from elsewhere: (what they are, red, green, blue).
+OTHER_WEIGHTS = (
+    ("the weights 0.299, 0.587, 0.114 (BT.601 to three digits: the red one is 0.2989 here)", (0.299, 0.587, 0.114)),
+    ("the textbook weights 0.3, 0.59, 0.11", (0.3, 0.59, 0.11)),
+    ("the BT.709 (HDTV) weights 0.2126, 0.7152, 0.0722", (0.2126, 0.7152, 0.0722)),
+    ("the plain average (r + g + b) / 3", (1 / 3, 1 / 3, 1 / 3)),
+    ("integer weights 77, 150, 29 divided by 256 (fixed point), too coarse for these weights",
+     (77 / 256, 150 / 256, 29 / 256)),
+)
+
+
+def _explains(yours, exact):
+    """Where yours is what truncating exact gives (within the float32 slack)."""
+    return (yours == (exact - GREY_SLACK).floor()) | (yours == (exact + GREY_SLACK).floor())
+
+
+def _channels(x, idx, layout="chw"):
+    """The red, green and blue values a kernel reads for the pixels at flat indices idx (None: all), as float64."""
+    flat = x.reshape(-1)
+    n = flat.numel() // 3
+    if idx is None:
+        return [(flat[c::3] if layout == "hwc" else flat[c * n:(c + 1) * n]).double() for c in range(3)]
+    if layout == "hwc":
+        return [flat[3 * idx + c].double() for c in range(3)]
+    return [flat[c * n + idx].double() for c in range(3)]
+
+
+def _mapping_words(m):
+    wrong = [f"{WEIGHTS[c]:.4f} ({CHANNELS[c]}'s weight) multiplies {PLANES[m[c]]}, the {CHANNELS[m[c]]} value"
+             for c in range(3) if m[c] != c]
+    return "; ".join(wrong)
+
+
+def _value_hints(yours, x, bad, valid=None):
+    """What the wrong values match, as sentences: other weights, other channels, other places; [] when nothing fits.
+
+    A guess is named only when it explains every pixel in valid (all of them by default), right ones included. Each
+    guess is tried on a sample of pixels first (the wrong ones among them), so a 6-million-pixel image stays quick.
+    """
+    h, w = x.shape[1:]
+    n = h * w
+    y, wrong = yours.reshape(-1), bad.reshape(-1)
+    if valid is not None and bool(valid.all()):
+        valid = None
+    pool = (wrong if valid is None else wrong & valid.reshape(-1)).nonzero().flatten()
+    spread = torch.arange(0, n, max(1, n // 2000))
+    sample = torch.cat([pool[:2000], spread if valid is None else spread[valid.reshape(-1)[spread]]])
+
+    def matches(guess, lo=0, hi=n):
+        """guess(idx) gives the exact grey values the mistake makes at flat indices idx (None: every pixel).
+
+        Only pixels lo <= i < hi (and valid ones) are compared: a shifted guess has nothing to say at the edge.
+        """
+        some = sample[(sample >= lo) & (sample < hi)]
+        if not len(some) or not bool(_explains(y[some], guess(some)).all()):
+            return False
+        if valid is None and (lo, hi) == (0, n):
+            return bool(_explains(y, guess(None)).all())
+        every = torch.arange(lo, hi)
+        if valid is not None:
+            every = every[valid.reshape(-1)[lo:hi]]
+        return bool(_explains(y[every], guess(every)).all())
+
+    def weighted(wts, order=(0, 1, 2), layout="chw"):
+        return lambda idx: sum(wt * ch for wt, ch in zip(wts, (lambda c: [c[o] for o in order])(
+            _channels(x, idx, layout))))
+
+    found = []
+    for words, wts in OTHER_WEIGHTS:
+        if matches(weighted(wts)):
+            found.append(f"your values match {words}; check the weights: the exercise's are "
+                         "0.2989, 0.5870, 0.1140.")
+    for c in range(3):
+        if matches(lambda idx, c=c: _channels(x, idx)[c]):
+            found.append(f"your values are the {CHANNELS[c]} values unchanged ({PLANES[c]}): the grey value is "
+                         "0.2989*x[i] + 0.5870*x[i+n] + 0.1140*x[i+2*n].")
+    for m in itertools.product(range(3), repeat=3):
+        if m != (0, 1, 2) and matches(weighted(WEIGHTS, m)):
+            found.append(f"your values match the right weights on the wrong channels: {_mapping_words(m)}; "
+                         "check the weights and the channel offsets: in CHW, red is x[i], green x[i+n] and "
+                         "blue x[i+2*n] (n = h*w).")
+    if n > 1 and matches(weighted(WEIGHTS, layout="hwc")):
+        found.append("your values are what reading the channels interleaved gives (HWC: x[3*i], x[3*i+1], "
+                     "x[3*i+2]), but the image is CHW, one whole plane per channel: red x[i], green x[i+n], "
+                     "blue x[i+2*n] (n = h*w).")
+    right = weighted(WEIGHTS)
+    if h > 1 and w > 1 and matches(lambda j: right((torch.arange(n) if j is None else j) % h * w
+                                                   + (torch.arange(n) if j is None else j) // h)):
+        found.append("your values are right but stored column by column: pixel (row, col) went to "
+                     "out[col*h + row]. The output is row-major: pixel (row, col) is out[row*w + col].")
+    for s in (1, -1, 2, -2, 3, -3):
+        if abs(s) < n and matches(lambda j, s=s: right(j - s), max(0, s), min(n, n + s)):
+            found.append(f"your values are right but {abs(s)} pixel{'s' if abs(s) > 1 else ''} "
+                         f"{'after' if s > 0 else 'before'} where they belong: pixel i's grey value went to "
+                         f"out[i{s:+d}]. Write out[i] from x[i], x[i+n] and x[i+2*n].")
+            break
+    if not found:
+        high = (x.reshape(3, -1) > 127).any(0)
+        if bool(high[wrong].all()) and bool(high.any()) and not bool(high.all()):
+            found.append("every wrong pixel has a channel above 127 and every pixel whose channels are all "
+                         "below 128 is right: the kernel reads the channels as signed char (-128 to 127). "
+                         "Use unsigned char* (uint8 holds 0 to 255).")
+    return found
+
+
+def _ordinal(p):
+    return {2: "second", 3: "third"}.get(p, f"{p}th")
+
+
+def _unwritten_hint(missing, maybe, h, w):
+    """What the positions of the never-written pixels say: a small grid, a shifted or gappy index, nothing written.
+
+    missing: the wrong pixels that hold the fill value; maybe: every pixel that holds it (a right pixel may be
+    171 too); both flat. A pattern is named only when it holds every missing pixel and only pixels in maybe.
+    """
+    n = missing.numel()
+    idx = missing.nonzero().flatten()
+    count = len(idx)
+    every = torch.arange(n)
+
+    def fits(pattern):
+        return bool(pattern[missing].all()) and bool(maybe[pattern].all())
+
+    cover = (" Each pixel needs a thread of its own, together covering 0 to n-1: i = blockIdx.x*blockDim.x + "
+             "threadIdx.x (Python: blockidx*blockdim + threadidx).")
+    if bool(maybe.all()):
+        small = (f" A {h}x{w} image has fewer pixels than a block of 1024: if you compute blocks as n / threads, "
+                 "that is 0 blocks; cdiv(n, threads) rounds up." if n < 1024 else "")
+        return ("no pixel was written. The pixels must be stored into the tensor you return: out[i] = ... "
+                "(a value a kernel returns is thrown away)." + small)
+    held = (~maybe).nonzero().flatten()  # pixels certainly written
+    start, end = int(held[-1]) + 1, int(held[0])  # the unwritten tail starts at start; the head ends before end
+    if start < n and fits(every >= start):
+        causes = []
+        if any(start == n // t * t for t in BLOCK_SIZES):
+            causes.append("n / threads blocks, which rounds down (cdiv(n, threads) rounds up)")
+        if start in BLOCK_SIZES:
+            causes.append("an index that leaves out the block's offset (i = blockIdx.x*blockDim.x + threadIdx.x)")
+        if not causes:
+            causes.append("too few blocks for this image: compute them from its size, blocks = cdiv(n, threads)")
+        return (f"only the first {start:,} of {n:,} pixels got a thread: the last {n - start:,} (from "
+                f"{_rowcol(start, w)} on) were never written. That fits " + ", or ".join(causes) + ".")
+    if end > 0 and fits(every < end):
+        return (f"the first {end:,} pixel{'s were' if end > 1 else ' was'} never written and every other pixel is "
+                "right: does your index start past 0? Thread 0 of block 0 must get pixel 0: "
+                "i = blockIdx.x*blockDim.x + threadIdx.x, nothing added.")
+    for p in range(2, 9):
+        if bool((idx % p != 0).all()) and fits(every % p != 0):
+            return (f"only every {_ordinal(p)} pixel (0, {p}, {2 * p}, ...) was written: your index spreads the "
+                    f"threads {p} pixels apart." + cover)
+    c = int((idx % w).min())
+    if h > 1 and c > 0 and fits(every % w >= c):
+        return (f"every column from col {c} on was never written: the grid covers {c} of {w} columns "
+                "across (blocks.x = cdiv(w, threads.x)).")
+    return (f"{count:,} pixels scattered through the image were never written (flat indices {_listed(idx)}; "
+            "pixel i is row i // w, col i % w): your index skips pixels, so they get no thread." + cover)
+
+
+def _rowcol(i, w):
+    return f"pixel {i:,}, row {i // w}, col {i % w}"
+
+
+def _listed(idx, limit=6):
+    return ", ".join(f"{int(i):,}" for i in idx[:limit]) + (", ..." if len(idx) > limit else "")
+
+
+def _unnamed(yours, x, lo, bad):
+    """The honest hint when no known mistake explains the wrong values: what they look like, and what to try."""
+    idx, _ = first(bad)
+    r, g, b = (int(c) for c in x[(slice(None), *idx)])
+    want = int(lo[tuple(idx)])
+    diff = (yours - lo)[bad]
+    most = int(diff.abs().max())
+    off = "by 1" if most == 1 else f"by {int(diff.abs().min())} to {most}"
+    side = ("all too high" if bool((diff > 0).all()) else "all too low" if bool((diff < 0).all())
+            else f"{int((diff > 0).sum()):,} too high and {int((diff < 0).sum()):,} too low")
+    return (f"the values are wrong in a way the checker cannot name: the wrong pixels are off {off}, {side}. "
+            f"Next step: run your function on that one pixel, torch.tensor([[[{r}]], [[{g}]], [[{b}]]], "
+            f"dtype=torch.uint8), and print each term of the sum; the grey value must be {want} "
+            "(0.2989*r + 0.5870*g + 0.1140*b, truncated).")
+
+
 def judge_grey(yours, case, what, unwritten=None):
-    """Asserts yours is the grayscale of the case's image: uint8, (H, W), each pixel the truncated weighted sum."""
+    """Asserts yours is the grayscale of the case's image: uint8, (H, W), each pixel the truncated weighted sum.
+
+    A failure's hint comes from what the wrong pixels show (the fill value, where they are, what their values
+    match), and says plainly when they show nothing the checker can name.
+    """
     x, where = case.args[0], case.where
     h, w = x.shape[1:]
     expect_tensor(yours, what, where, (h, w), torch.uint8, {
@@ -76,21 +267,35 @@ def judge_grey(yours, case, what, unwritten=None):
     msg = (f"{what}: {n_bad:,} of {h * w:,} pixels are wrong for {where}.\n"
            f"  first at {at}: yours {mine}, expected {want} "
            f"(r={r}, g={g}, b={b}: 0.2989*r + 0.5870*g + 0.1140*b = {ex:.4f}, truncated to {want})")
-    never = int((bad & unwritten).sum()) if unwritten is not None else 0
-    if never:
-        msg += (f"\n  {never:,} of the wrong pixels still hold 171, the value the memory had "
-                "before your code ran: they were probably never written.")
+    missing = bad & unwritten.cpu() if unwritten is not None else torch.zeros_like(bad)
+    never = int(missing.sum())
+    wrong_values = yours[bad]
+    if never and never <= 2 * sum(int((wrong_values == v).sum()) for v in (169, 170, 172, 173)) / 4:
+        never, missing = 0, torch.zeros_like(bad)  # 171 no commoner than its neighbours: chance, not evidence
     frac = exact - exact.floor()
     rounded_up = (yours - lo == 1) & (frac >= 0.5 - GREY_SLACK)
-    if bool(rounded_up[bad].all()) and n_bad >= 0.9 * int((frac >= 0.5 + GREY_SLACK).sum()):
+    found = [] if never == n_bad else _value_hints(yours, x, bad)
+    if found:
+        never = 0  # a mistake that explains every pixel, those that hold 171 too: they were written
+    elif never:
+        msg += (f"\n  {never:,} of the wrong pixels still hold 171, the value the memory had "
+                "before your code ran: they were probably never written.")
+    if never == n_bad:
+        hint = _unwritten_hint(missing.reshape(-1), unwritten.cpu().reshape(-1), h, w)
+    elif not found and bool(rounded_up[bad].all()) and n_bad >= 0.9 * int((frac >= 0.5 + GREY_SLACK).sum()):
         hint = ("every wrong pixel is one too high where the exact value's fraction is 0.5 or more: "
                 "that is rounding. A grey value is truncated (converting to uint8 drops the fraction).")
-    elif unwritten is not None and never == n_bad:
-        hint = ("make sure every pixel gets a thread: the grid must cover h*w pixels "
-                "(blocks = cdiv(h*w, threads)), and each thread writes out[i].")
     else:
-        hint = ("check the weights (0.2989, 0.5870, 0.1140) and the channel offsets: the image is CHW, "
-                "so red is x[i], green x[i+n] and blue x[i+2*n] with n = h*w.")
+        if never:
+            found = _value_hints(yours, x, bad & ~missing, ~missing)
+        if len(found) > 1:
+            found = [f"the pixels of {where} fit more than one mistake, so the checker cannot tell which: "
+                     + " ".join(f"({k}) {f}" for k, f in enumerate(found, 1))]
+        hint = found[0] if found else _unnamed(yours, x, lo, bad & ~missing)
+        if never:
+            hint += (f" Besides, {never:,} wrong pixel{'s' if never > 1 else ''} still hold 171 (flat indices "
+                     f"{_listed(missing.reshape(-1).nonzero().flatten())}): never written, unless your code "
+                     "wrote 171 there.")
     raise AssertionError(f"{msg}\nHint: {hint}")
 
 
@@ -107,12 +312,20 @@ RGB2GREY = Exercise(
 @judges("python")
 def check_rgb2grey(fn, case="photo", seed=None):
     """Checks a Python-rung grayscale function against the reference on one case of inputs."""
-    check_python(RGB2GREY, fn, case, seed)
+    __tracebackhide__ = True  # noqa: F841 (IPython and pytest leave the course's frames out of a traceback)
+    try:
+        check_python(RGB2GREY, fn, case, seed)
+    except AssertionError as verdict:
+        raise verdict.with_traceback(None) from None  # what is wrong with the answer: the message below
 
 
 @judges("cuda")
 def check_rgb2grey_cuda(answer, case="photo", func="rgb_to_grayscale", seed=None):
     """Checks a compiled rgb_to_grayscale (your cuda_src, or the module load_cuda built) on one case: an input case, "memory" or "integrity"."""
+    __tracebackhide__ = True  # noqa: F841
     if func != RGB2GREY.func:
         raise ValueError(f"the grayscale exercise's function is {RGB2GREY.func}, not {func!r}")
-    check_cuda(RGB2GREY, answer, case, seed)
+    try:
+        check_cuda(RGB2GREY, answer, case, seed)
+    except AssertionError as verdict:
+        raise verdict.with_traceback(None) from None  # what is wrong with the answer: the message below
