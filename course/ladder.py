@@ -8,6 +8,8 @@ import torch
 MAX_THREADS_PER_BLOCK = 1024
 shared_use = {"writes": 0, "syncs": 0}  # what blk_kernel2d_shar's kernels did, for the tiled exercise's check
 thread_order = {"reversed": False}  # blk_kernel2d_shar runs a block's threads last to first when True (a race shows)
+# What the runners did since the checks last cleared it (course/harness/python.py): evidence for their hints.
+ran = {"threads": 0, "returned": 0, "returned_by": None, "launches": []}
 
 
 class dim3(NamedTuple):
@@ -34,10 +36,12 @@ class CheckedTensor:
             size = self.tensor.shape[dim]
             if not 0 <= k < size:
                 hint = (" Python would wrap a negative index to the end of the tensor; CUDA has "
-                        "no such wrap-around and would touch memory outside it."
-                        if k < 0 else " Did you forget the `if i < n:` guard?")
-                raise IndexError(f"index {k} is out of range for dimension {dim} of a tensor "
-                                 f"with shape {tuple(self.tensor.shape)} (valid: 0 to {size - 1}).{hint}")
+                        "no such wrap-around and would touch memory outside it." if k < 0 else "")
+                e = IndexError(f"index {k} is out of range for dimension {dim} of a tensor "
+                               f"with shape {tuple(self.tensor.shape)} (valid: 0 to {size - 1}).{hint}")
+                if k >= 0:
+                    e.past_end = (self, k, size)  # _call adds the hint that the kernel's source and values support
+                raise e
 
     def __getitem__(self, idx):
         self._check(idx)
@@ -81,11 +85,32 @@ def _as_dim3(name, value):
     return value
 
 
-def _call(f, where, *args):
+def _launched(launch):
+    """Notes a launch, (runner, its grid..., threads in all), for the hints; only the last few are kept."""
+    ran["launches"].append(launch)
+    del ran["launches"][:-8]
+
+
+def _past_end_hint(e, kernel):
+    """The hint for an index past a tensor's end, read from the kernel's source and values (harness/evidence.py)."""
+    from .harness.evidence import index_hint
+    tensor, k, size = e.past_end
+    launch = ran["launches"][-1] if ran["launches"] else None
+    n_index = 2 if launch and (launch[0].startswith("blk_kernel") or isinstance(launch[1], tuple)) else 1
     try:
-        f(*args)
+        return " Hint: " + index_hint(kernel, e.__traceback__, tensor, k, size, launch, n_index)
+    except Exception:  # the hint is a help: never let reading the evidence hide the error itself
+        return ""
+
+
+def _call(f, where, *args, kernel=None):
+    try:
+        if f(*args) is not None:
+            ran["returned"] += 1
+            ran["returned_by"] = getattr(f, "__name__", None)
     except Exception as e:
-        msg = f"{e}\n  (raised in {where})"
+        hint = _past_end_hint(e, kernel or f) if getattr(e, "past_end", None) else ""
+        msg = f"{e}{hint}\n  (raised in {where})"
         try:
             new = type(e)(msg)
         except Exception:  # an exception type that takes other arguments: keep it, add a note
@@ -103,11 +128,15 @@ def run_kernel(f, times, *args):
         if len(times) != 2:
             raise TypeError(f"times must be an int or a pair (rows, cols), not {times!r}")
         rows, cols = _count("times[0]", times[0]), _count("times[1]", times[1])
+        _launched(("run_kernel", times, rows * cols))
         for i, j in itertools.product(range(rows), range(cols)):
+            ran["threads"] += 1
             _call(f, f"thread i={i}, j={j}", i, j, *args)
         return
     _count("times", times)
+    _launched(("run_kernel", times, times))
     for i in range(times):
+        ran["threads"] += 1
         _call(f, f"thread i={i}", i, *args)
 
 
@@ -124,8 +153,10 @@ def blk_kernel(f, blocks, threads, *args):
     _count("blocks", blocks)
     _check_threads(dim3(_count("threads", threads)))
     args = _checked(args)
+    _launched(("blk_kernel", blocks, threads, blocks * threads))
     for i in range(blocks):
         for j in range(threads):
+            ran["threads"] += 1
             _call(f, f"block {i}, thread {j}", i, j, threads, *args)
 
 
@@ -134,8 +165,11 @@ def blk_kernel2d(f, blocks, threads, *args):
     blocks, threads = _as_dim3("blocks", blocks), _as_dim3("threads", threads)
     _check_threads(threads)
     args = _checked(args)
+    _launched(("blk_kernel2d", blocks, threads,
+               blocks.x * blocks.y * blocks.z * threads.x * threads.y * threads.z))
     for bz, by, bx in itertools.product(range(blocks.z), range(blocks.y), range(blocks.x)):
         for tz, ty, tx in itertools.product(range(threads.z), range(threads.y), range(threads.x)):
+            ran["threads"] += 1
             _call(f, f"block (x={bx}, y={by}, z={bz}), thread (x={tx}, y={ty}, z={tz})",
                   dim3(bx, by, bz), dim3(tx, ty, tz), threads, *args)
 
@@ -210,7 +244,7 @@ class _Block:
         if self.error is not None:
             t, e = self.error
             _call(_reraise, f"block (x={self.blockidx.x}, y={self.blockidx.y}, z={self.blockidx.z}), "
-                            f"thread (x={t.x}, y={t.y}, z={t.z})", e)
+                            f"thread (x={t.x}, y={t.y}, z={t.z})", e, kernel=self.f)
 
 
 def _reraise(e):
@@ -223,6 +257,8 @@ def blk_kernel2d_shar(f, blocks, threads, sh_sz, *args):
     _check_threads(threads)
     _count("sh_sz", sh_sz)
     args = _checked(args)
+    _launched(("blk_kernel2d_shar", blocks, threads,
+                            blocks.x * blocks.y * blocks.z * threads.x * threads.y * threads.z))
     for bz, by, bx in itertools.product(range(blocks.z), range(blocks.y), range(blocks.x)):
         # Each block's own shared memory, holding NaN until written: reading a slot too early shows.
         shared = CheckedTensor(torch.full((sh_sz,), float("nan")))

@@ -1,0 +1,439 @@
+"""What a student's kernel source and a failed run show, so that a hint names the real cause or says it cannot.
+
+guard_hint(cuda_src)           the memory check's hint, from the guards of the CUDA kernel (for harness/cuda.py)
+python_guards(kernel, params)  the guards of a Python kernel, read from its source
+index_hint(kernel, ...)        the hint for an index past a tensor's end in a Python kernel (ladder.py)
+timeout_hint(tb, ran)          the hint for a Python rung stopped at its time limit (python.py)
+runner_hint(ran, n)            what the runners saw: no thread, too few threads, kernels returning values (python.py)
+
+Every hint here is read from evidence (the source, the values in the failing thread, what the runners did); where
+the evidence does not single out a cause, the hint lists the ones it allows instead of guessing.
+"""
+import ast
+import inspect
+import linecache
+import operator
+import re
+import textwrap
+import traceback
+from dataclasses import dataclass
+
+# ---- CUDA C: the guards of the kernels in a cuda_src --------------------------------------------------------
+
+_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def _strip_comments(src):
+    return re.sub(r"//[^\n]*|/\*.*?\*/", " ", src, flags=re.S)
+
+
+def _balanced(text, start, open_="(", close=")"):
+    """The text between text[start] (an opening bracket) and its matching close, and the index after the close."""
+    depth = 0
+    for j in range(start, len(text)):
+        depth += text[j] == open_
+        depth -= text[j] == close
+        if depth == 0:
+            return text[start + 1:j], j + 1
+    return text[start + 1:], len(text)
+
+
+def cuda_kernels(cuda_src):
+    """{name: body} of the __global__ functions in cuda_src (comments removed)."""
+    code = _strip_comments(cuda_src)
+    out = {}
+    for m in re.finditer(r"__global__\s+void\s+(\w+)\s*\(", code):
+        _, after = _balanced(code, m.end() - 1)
+        brace = code.find("{", after)
+        if brace >= 0:
+            out[m.group(1)], _ = _balanced(code, brace, "{", "}")
+    return out
+
+
+@dataclass
+class CGuard:
+    """One comparison of an index with a bound in a CUDA kernel's `if`, loop or early return."""
+    var: str
+    text: str          # the statement that tests it, e.g. `if (i < n)`, `if (i >= n) return;`
+    off_by_one: bool   # lets var == bound through: `i <= n`, `if (i > n) return;`
+    at: int            # where the condition starts in the kernel's body
+
+
+def _index_vars(body):
+    """The kernel's own thread indices: variables assigned from threadIdx/blockIdx (`int i = blockIdx.x*...;`)."""
+    found = []
+    for m in re.finditer(r"\b(\w+)\s*=(?!=)([^;]*);", body):
+        if re.search(r"\b(threadIdx|blockIdx)\b", m.group(2)) and m.group(1) not in found:
+            found.append(m.group(1))
+    return found
+
+
+def _conditions(body):
+    """(condition, is_early_return, where, as shown) for each if, while and for condition of a kernel body."""
+    out = []
+    for m in re.finditer(r"\b(if|while|for)\s*\(", body):
+        inside, after = _balanced(body, m.end() - 1)
+        if m.group(1) == "for":
+            parts = inside.split(";")
+            if len(parts) == 3:
+                out.append((parts[1], False, m.start(), f"for (...; {' '.join(parts[1].split())}; ...)"))
+            continue
+        rest = body[after:].lstrip()
+        early = bool(re.match(r"(\{\s*)?return\b", rest))
+        shown = " ".join(inside.split())
+        out.append((inside, early, m.start(), f"if ({shown}) return;" if early else f"{m.group(1)} ({shown})"))
+    return out
+
+
+def cuda_guards(body, index_vars):
+    """The CGuards of a kernel body: each comparison of one of index_vars with a bound."""
+    guards = []
+    for cond, early, at, shown in _conditions(body):
+        for var in index_vars:
+            var_first = rf"(?<![\w.])({var})\s*(<=|>=|<|>)\s*([^&|;?]+)"
+            var_last = rf"([^&|;?(]+?)\s*(<=|>=|<|>)\s*({var})\b(?!\s*\[)"
+            for m in re.finditer(f"{var_first}|{var_last}", cond):
+                if m.group(1):
+                    op, bound = m.group(2), m.group(3).strip()
+                else:  # `n > i`: the same as `i < n`
+                    op, bound = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}[m.group(5)], m.group(4).strip()
+                minus_one = bool(re.search(r"-\s*1\s*\)*\s*$", bound))
+                if early:   # `if (i >= n) return;` lets i < n on; `if (i > n) return;` lets i == n on too
+                    ok, off = op == ">=" or (op == ">" and minus_one), op == ">" and not minus_one
+                else:       # `if (i < n) {...}`, `for (...; i < n; ...)`
+                    ok, off = op == "<" or (op == "<=" and minus_one), op == "<=" and not minus_one
+                if ok or off:
+                    guards.append(CGuard(var, shown, off, at))
+    return guards
+
+
+def guard_hint(cuda_src):
+    """The memory check's hint for this source: no guard, a guard that lets i == n through, an access before the
+    guard, or a guard that is right (then an offset or a size is wrong). Reads the kernels' source only."""
+    kernels = cuda_kernels(cuda_src) if isinstance(cuda_src, str) else {}
+    if not kernels:
+        return ("a thread past the last element must do nothing: guard the kernel's body with `if (i < n)`, and "
+                "keep every index inside its tensor.")
+    for name, body in kernels.items():
+        index = _index_vars(body)
+        guards = cuda_guards(body, index)
+        loose = [g for g in guards if g.off_by_one]
+        if loose:
+            g = loose[0]
+            return (f"your guard `{g.text}` in {name} lets {g.var} == n through: that thread reads and "
+                    f"writes one element past the end. Compare with < (`if ({g.var} < n)`), or return when "
+                    f"{g.var} >= n.")
+        if index and not guards:
+            return (f"{name} has no guard: the grid is rounded up to whole blocks, so the last block's threads past "
+                    f"the end read and write outside the tensors. Put the body inside `if ({index[0]} < n)` "
+                    f"(or start with `if ({index[0]} >= n) return;`).")
+        unguarded = [v for v in index if v not in {g.var for g in guards} and _indexes_with(body, v)]
+        if unguarded and guards:
+            return (f"{name} guards {', '.join(sorted({g.var for g in guards}))} but not {', '.join(unguarded)}, "
+                    f"which it also indexes with: every index a thread uses needs its bound, e.g. "
+                    "`if (row < h && col < w)`.")
+        first_guard = min((g.at for g in guards), default=None)
+        for var in {g.var for g in guards}:
+            use = re.search(rf"\w+\s*\[[^\]]*\b{var}\b[^\]]*\]", body)
+            if use and first_guard is not None and use.start() < first_guard and not _in_for_header(body, use.start()):
+                return (f"{name} uses `{' '.join(use.group(0).split())}` before its guard: the threads past the end "
+                        f"do that too. Move every access inside the guard (after `if ({var} >= n) return;`).")
+        if guards:
+            conds = "`, `".join(dict.fromkeys(g.text for g in guards))
+            uses = list(dict.fromkeys(" ".join(u.split()) for u in re.findall(r"\w+\s*\[[^\]]+\]", body)))
+            shown = ", ".join(uses[:6]) + (", ..." if len(uses) > 6 else "")
+            return (f"the guard of {name} is there (`{conds}`), so an index it lets through goes past a tensor's end: "
+                    "check that it compares each index with the right size (the output's rows with h, columns with "
+                    f"w, or its n elements), and every offset you add in {shown}: for each thread the guard lets "
+                    "on, each must stay below its tensor's size.")
+    return ("a thread past the last element must do nothing: guard the kernel's body with `if (i < n)`, and keep "
+            "every index inside its tensor.")
+
+
+def _indexes_with(body, var):
+    return re.search(rf"\[[^\]]*\b{var}\b[^\]]*\]", body) is not None
+
+
+def _in_for_header(body, pos):
+    start = body.rfind("for", 0, pos)
+    return start >= 0 and body.find(")", start) > pos
+
+
+# ---- Python kernels ------------------------------------------------------------------------------------------
+
+@dataclass
+class Guard:
+    """One comparison of an index with a bound in a Python kernel's `if` (or early return)."""
+    var: str
+    bound: str         # as written, e.g. "n"
+    text: str          # the test as written, e.g. "i <= n"
+    off_by_one: bool   # lets var == bound through
+    early: bool        # `if i >= n: return` rather than `if i < n:` around the body
+    op: str            # the comparison, var on the left
+    bound_node: ast.expr = None
+
+
+def _source(fn):
+    try:
+        return textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return None
+
+
+def _function_node(src):
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return None
+    return next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.Lambda))), None)
+
+
+def _names(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _python_index_vars(fn_node, n_index_params):
+    """The launch's indices among the parameters, and the names assigned from them (without reading a tensor)."""
+    params = [a.arg for a in fn_node.args.args][:n_index_params]
+    index = list(params)
+    for node in ast.walk(fn_node):
+        if isinstance(node, ast.Assign) and not any(isinstance(n, ast.Subscript) for n in ast.walk(node.value)):
+            if _names(node.value) & set(index):
+                index += [t.id for t in node.targets if isinstance(t, ast.Name) and t.id not in index]
+    return index
+
+
+_FLIP = {ast.Lt: ">", ast.LtE: ">=", ast.Gt: "<", ast.GtE: "<="}
+_OP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+def python_guards(kernel, n_index_params=1):
+    """The Guards of a Python kernel (None when its source cannot be read): `if i < n:`, `if i >= n: return`, ..."""
+    src = _source(kernel)
+    fn_node = _function_node(src) if src else None
+    if fn_node is None:
+        return None
+    index = _python_index_vars(fn_node, n_index_params)
+    guards = []
+    for node in ast.walk(fn_node):
+        if not isinstance(node, ast.If):
+            continue
+        early = bool(node.body) and isinstance(node.body[0], ast.Return)
+        tests = node.test.values if isinstance(node.test, ast.BoolOp) else [node.test]
+        for t in tests:
+            if not (isinstance(t, ast.Compare) and len(t.ops) == 1 and type(t.ops[0]) in _OP):
+                continue
+            left, right = t.left, t.comparators[0]
+            if isinstance(left, ast.Name) and left.id in index:
+                var, op, bound = left.id, _OP[type(t.ops[0])], right
+            elif isinstance(right, ast.Name) and right.id in index:
+                var, op, bound = right.id, _FLIP[type(t.ops[0])], left
+            else:
+                continue
+            minus_one = isinstance(bound, ast.BinOp) and isinstance(bound.op, ast.Sub) and \
+                isinstance(bound.right, ast.Constant) and bound.right.value == 1
+            ok = op == (">=" if early else "<") or (op == (">" if early else "<=") and minus_one)
+            off = op == (">" if early else "<=") and not minus_one
+            if ok or off:
+                guards.append(Guard(var, ast.unparse(bound), ast.unparse(t), off, early, op, bound))
+    return guards
+
+
+_SAFE_BUILTINS = {"len": len, "min": min, "max": max, "int": int, "abs": abs}
+
+
+def _value(node, names):
+    """The value of a small expression (a bound such as n, h*w or len(out)) in a frame's names, or None."""
+    try:
+        return eval(compile(ast.Expression(node), "<bound>", "eval"), {"__builtins__": _SAFE_BUILTINS}, dict(names))
+    except Exception:
+        return None
+
+
+def _lets_through(g, names):
+    """Whether guard g let this thread run on (True/False), or None when its values are not at hand."""
+    var, bound = names.get(g.var), _value(g.bound_node, names) if g.bound_node is not None else None
+    if not isinstance(var, int) or not isinstance(bound, int):
+        return None
+    op = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}[g.op]
+    return (not op(var, bound)) if g.early else op(var, bound)
+
+
+def _frames(tb):
+    return [(frame, lineno) for frame, lineno in traceback.walk_tb(tb)]
+
+
+def _line(frame, lineno):
+    return linecache.getline(frame.f_code.co_filename, lineno, frame.f_globals).strip()
+
+
+def _tensor_sizes(params, names):
+    """`x (450 elements), out (150 elements)` for the tensors among a kernel's parameters, in their order."""
+    out = []
+    for name in params:
+        t = getattr(names.get(name), "tensor", names.get(name))
+        if hasattr(t, "numel") and hasattr(t, "shape"):
+            out.append(f"{name} ({t.numel():,} elements)")
+    return ", ".join(out)
+
+
+def index_hint(kernel, tb, tensor, k, size, launch, n_index_params):
+    """The hint for an index k past the end of a tensor of size elements, raised in a Python kernel.
+
+    tb: the error's traceback (to find the kernel's frame, the line, and the values the thread had); tensor: the
+    object indexed (to find its name); launch: ("run_kernel", times) or ("blk_kernel", blocks, threads), or None.
+    """
+    frames = _frames(tb)
+    code = getattr(kernel, "__code__", None)
+    kframe = next((f for f, _ in frames if f.f_code is code), None)
+    names = dict(kframe.f_locals) if kframe is not None else {}
+    # the frame that indexed: the last one before the tensor's own __getitem__/__setitem__
+    line, name = "", None
+    for (f, lineno), (g, _) in zip(frames, frames[1:]):
+        if g.f_code.co_name in ("__getitem__", "__setitem__") and g.f_locals.get("self") is tensor:
+            line = _line(f, lineno)
+            name = next((v for v, obj in f.f_locals.items() if obj is tensor), None)
+    what = f"`{name}`" if name else "the tensor"
+    where = f" in `{line}`" if line else ""
+    runner = launch[0] if launch else "the runner"
+    try:
+        param_names = list(inspect.signature(kernel).parameters)
+    except (TypeError, ValueError):
+        param_names = []
+    params = ", ".join(param_names)
+    guards = python_guards(kernel, n_index_params) if kernel is not None else None
+    index_value = {v: names[v] for v in ([g.var for g in guards or []] + ["i"]) if isinstance(names.get(v), int)}
+    thread = ", ".join(f"{v} = {val}" for v, val in list(index_value.items())[:2])
+    thread = f" (this thread has {thread})" if thread else ""
+    sizes = _tensor_sizes(param_names, names)
+    order = (f" The arguments you pass to {runner} reach the kernel in the order of its parameters ({params}); "
+             f"here it got {sizes}." if params and sizes else "")
+    past = f"{what} has {size:,} elements (0 to {size - 1:,}), and{where} asked for index {k:,}{thread}."
+
+    loose = [g for g in guards or [] if g.off_by_one]
+    for g in loose:
+        through = _lets_through(g, names)
+        bound = _value(g.bound_node, names)
+        if through is None or (through and names.get(g.var) == bound):
+            how = (f"`if {g.text}: return` lets {g.var} = {g.bound} on" if g.early
+                   else f"`{g.text}` is true for {g.var} = {g.bound}")
+            fix = f"if {g.var} >= {g.bound}: return" if g.early else f"if {g.var} < {g.bound}:"
+            return (f"your guard lets {g.var} == {g.bound} through: use `{fix}` ({how}, one past the last "
+                    f"index). {past}")
+    held = [(g, _lets_through(g, names)) for g in guards or [] if not g.off_by_one]
+    outside = [g for g, through in held if through is False]
+    if outside:
+        g = outside[0]
+        return (f"this thread is past the end ({g.var} = {names.get(g.var)}), and your guard `{g.text}` says so, "
+                f"but the index{where} runs anyway: it is outside the guard (before it, or not indented under it). "
+                f"Put every access inside `if {g.var} < {g.bound}:`. {past}")
+    guarded_here = [g for g, through in held if through]
+    first_thread = any(v == 0 for v in index_value.values()) and len(index_value) > 0
+    if guarded_here or (held and k >= 2 * size) or (guards == [] and first_thread):
+        why = (f"your guard `{guarded_here[0].text}` holds for this thread, so the guard is not the problem"
+               if guarded_here else "even the first threads index past the end, so a guard would not help"
+               if guards == [] and first_thread else f"the index is {k / size:.1f} times the size")
+        return (f"{past} {why[0].upper()}{why[1:]}: either the offset added to the index is too big for "
+                f"{what}, or {what} is not the tensor you meant.{order}")
+    if guards == [] and runner.startswith("blk_kernel"):
+        return (f"did you forget the guard? {runner} runs whole blocks, so the last block has threads past the "
+                f"end: start the kernel with `if i < n:` (or return when i >= n). {past}")
+    if guards == [] and runner == "run_kernel":
+        times = launch[1] if launch and len(launch) > 1 else None
+        i, n = names.get("i"), names.get("n")
+        if isinstance(i, int) and isinstance(n, int) and isinstance(times, int) and n <= i < times:
+            return (f"{past} run_kernel called the kernel for i = 0 to {times - 1}, but n = {n}: pass the number "
+                    "of elements as times (each i from 0 to n-1 once).")
+        last = times - 1 if isinstance(times, int) else "times-1"
+        return (f"{past} run_kernel called the kernel for i = 0 to {last}: "
+                f"check the index{where} against that range (an offset too big, or times larger than the number "
+                f"of elements).{order}")
+    return f"{past} Check the index expression and the size of {what}.{order}"
+
+
+# ---- Python rungs stopped at their time limit -----------------------------------------------------------------
+
+def _loop_at(code, lineno):
+    """The innermost for/while statement of code's function that holds line lineno: (kind, its first line) or None."""
+    try:
+        lines, first = inspect.getsourcelines(code)
+    except (OSError, TypeError):
+        return None
+    fn_node = _function_node(textwrap.dedent("".join(lines)))
+    if fn_node is None:
+        return None
+    rel = lineno - first + 1
+    best = None
+    for node in ast.walk(fn_node):
+        if isinstance(node, (ast.For, ast.While)) and node.lineno <= rel <= (node.end_lineno or node.lineno):
+            if best is None or node.lineno >= best.lineno:
+                best = node
+    if best is None:
+        return None
+    return ("for" if isinstance(best, ast.For) else "while"), lines[best.lineno - 1].strip()
+
+
+def timeout_hint(tb, ran, seconds):
+    """The hint for a Python rung stopped after seconds: both causes, the one the stopped code points to first."""
+    frames = _frames(tb)
+    kernel = None
+    for (f, _), nxt in zip(frames, frames[1:]):
+        if f.f_code.co_name in ("_call", "_thread") and f.f_globals.get("__name__") == "course.ladder":
+            kernel = nxt
+    both = ("a loop that never ends (its condition never becomes false: does what it tests change inside it?), "
+            "or a kernel that loops over every element itself although run_kernel and blk_kernel already call it "
+            "once per element (a kernel does one element: drop its loop over them)")
+    if kernel is None:
+        frame, lineno = frames[-1] if frames else (None, None)
+        loop = _loop_at(frame.f_code, lineno) if frame is not None else None
+        if loop and loop[0] == "while":
+            return f"it was stopped in `{loop[1]}`: a loop that never ends? Its condition must become false."
+        return f"it ran past the limit: {both}."
+    frame, lineno = kernel
+    loop = _loop_at(frame.f_code, lineno)
+    name = frame.f_code.co_name
+    calls = ran.get("threads", 0)
+    launch = (ran.get("launches") or [None])[-1]
+    total = launch[-1] if launch else None
+    progress = (f", in call {calls:,}{f' of {total:,}' if isinstance(total, int) else ''}" if calls else "")
+    if loop and loop[0] == "for":
+        return (f"it was stopped inside `{loop[1]}` of your kernel {name}{progress}. Either the kernel loops over "
+                "every element itself although run_kernel and blk_kernel already call it once per element, which "
+                "does all the work once per element (a kernel does ONE element: drop that loop), or the loop "
+                "never ends.")
+    if loop and loop[0] == "while":
+        return (f"it was stopped inside `{loop[1]}` of your kernel {name}{progress}: a loop that never ends? Its "
+                "condition must become false, so what it tests must change inside it (for a guard, a kernel "
+                "needs `if`, not `while`). Or the kernel loops over every element itself although the runner "
+                "already calls it once per element.")
+    return f"it was stopped in your kernel {name}{progress}: {both}."
+
+
+# ---- what the runners did during one check ---------------------------------------------------------------------
+
+def runner_hint(ran, n_out):
+    """A hint from what run_kernel/blk_kernel did during a call whose output has unwritten elements, or None."""
+    launches = ran.get("launches", [])
+    if not launches:
+        return None
+    threads, returned = ran.get("threads", 0), ran.get("returned", 0)
+    kind = launches[-1][0]
+    if threads == 0:
+        if kind == "run_kernel":
+            return (f"run_kernel ran no thread: it was called with times = {launches[-1][1]}. Pass the number of "
+                    "elements.")
+        blocks, per = launches[-1][1], launches[-1][2]
+        return (f"{kind} ran no thread: it was called with {blocks} blocks of {per} threads for {n_out:,} "
+                f"element{'' if n_out == 1 else 's'}. "
+                f"n // threads is 0 when n < threads: blocks = cdiv(n, threads) rounds up.")
+    if returned:
+        who = ran.get("returned_by") or "your kernel"
+        return (f"{who} returned a value in {returned:,} of {threads:,} threads, and the runner throws a kernel's "
+                "return value away: store the result into the output instead, out[i] = ... (a kernel returns "
+                "nothing).")
+    if threads < n_out:
+        blocks = launches[-1][1]
+        grid = (f" ({blocks} block{'' if blocks == 1 else 's'} of {launches[-1][2]})" if kind == "blk_kernel" else "")
+        return (f"{kind} ran {threads:,} threads{grid} for {n_out:,} elements, so some got no thread: "
+                "blocks = cdiv(n, threads) rounds up (n // threads rounds down).")
+    return None
