@@ -6,6 +6,7 @@ import threading
 
 import torch
 
+from .evidence import runner_hint, timeout_hint
 from .exercise import fill_byte, unwritten
 
 PYTHON_TIMEOUT = 60  # seconds: the slowest right answer takes a few seconds on the largest Python case
@@ -57,29 +58,63 @@ def prefilled():
             setattr(owner, name, make)
 
 
-def call_quietly(fn, args, what, where, seconds=PYTHON_TIMEOUT, hang_hint=None):
+def _clear_ran():
+    from ..ladder import ran
+    ran.update(threads=0, returned=0, returned_by=None, launches=[])
+    return ran
+
+
+def call_quietly(fn, args, what, where, seconds=None, hang_hint=None):
     """Calls fn(*args) with its printing captured, a time limit and pre-filled outputs; a failure becomes an AssertionError."""
+    __tracebackhide__ = True  # noqa: F841 (IPython and pytest leave the course's frames out of a traceback)
+    seconds = seconds or PYTHON_TIMEOUT
+    ran = _clear_ran()
     try:
         with time_limit(seconds), prefilled(), contextlib.redirect_stdout(io.StringIO()), \
                 contextlib.redirect_stderr(io.StringIO()):
             return fn(*args)
-    except _TimedOut:
-        raise AssertionError(f"{what} did not finish within {seconds} s for {where} and was stopped. "
-                             f"Hint: {hang_hint or 'a loop that never ends (check its condition and what it counts)'}."
-                             ) from None
+    except _TimedOut as e:
+        try:
+            why = hang_hint or timeout_hint(e.__traceback__, ran, seconds)
+        except Exception:  # reading the evidence must never hide the verdict
+            why = None
+        why = why or ("a loop that never ends, or a kernel that loops over every element itself although "
+                      "run_kernel and blk_kernel already call it once per element.")
+        raise AssertionError(f"{what} did not finish within {seconds} s for {where} and was stopped: it ran past the "
+                             f"check's time limit. Hint: {why}") from None
     except Exception as e:
         raise AssertionError(f"{what} raised {type(e).__name__} for {where}: {e}") from e
 
 
+def _with_hint(error, hint):
+    """error's message with its hint replaced by hint."""
+    text = str(error)
+    head = text.rsplit("\nHint: ", 1)[0] if "\nHint: " in text else text
+    return AssertionError(f"{head}\nHint: {hint}")
+
+
 def check_python(exercise, fn, case, seed=None, hang_hint=None):
     """Runs a Python-rung function on every input of a case and judges each answer; raises AssertionError on the first wrong one."""
+    __tracebackhide__ = True  # noqa: F841
     if not callable(fn):
         raise TypeError(f"pass your function itself, e.g. check_...({exercise.name}_py), not {fn!r}")
     what = getattr(fn, "__name__", "your function")
-    for c in exercise.inputs(case, seed, "python"):
-        before = [a.clone() if isinstance(a, torch.Tensor) else a for a in c.args]
-        yours = call_quietly(fn, c.args, what, c.where, hang_hint=hang_hint)
-        if any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in zip(c.args, before)):
-            raise AssertionError(f"{what} changed its input for {c.where}. Hint: write only into the output tensor.")
-        exercise.judge(yours, c, what, unwritten(yours))
+    try:
+        for c in exercise.inputs(case, seed, "python"):
+            before = [a.clone() if isinstance(a, torch.Tensor) else a for a in c.args]
+            yours = call_quietly(fn, c.args, what, c.where, hang_hint=hang_hint)
+            if any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in zip(c.args, before)):
+                raise AssertionError(f"{what} changed its input for {c.where}. "
+                                     "Hint: write only into the output tensor.")
+            never = unwritten(yours)
+            try:
+                exercise.judge(yours, c, what, never)
+            except AssertionError as e:
+                # What the runners did (no thread, too few, kernels returning their values) outweighs what the
+                # output alone suggests, when part of the output was never written.
+                from ..ladder import ran
+                seen = runner_hint(ran, exercise.out_numel(c)) if never is not None and bool(never.any()) else None
+                raise (_with_hint(e, seen) if seen else e) from None
+    except AssertionError as verdict:
+        raise verdict.with_traceback(None) from None  # what is wrong with the answer: the message below
     print(f"{what}: {case} passed")
