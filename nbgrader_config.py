@@ -1,17 +1,18 @@
 """nbgrader's configuration for the course: run `nbgrader ...` from this folder."""
 from nbgrader.converters import Autograde, GenerateAssignment
-from nbgrader.preprocessors import ClearSolutions, Execute, OverwriteCells
+from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, Execute, OverwriteCells
 
 from course.grading.autograde import RestoreHiddenTests, SafeExecute
-from course.grading.release import ClearCudaSolutions
+from course.grading.release import ClearCudaSolutions, ClearHiddenTestsQuietly, wrap_validate_lines
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
 
 c.CourseDirectory.course_id = "cuda-for-python-programmers"
 
-# A solution inside a CUDA string becomes a C comment, not Python: the released kernel compiles.
+# A solution inside a CUDA string becomes a C comment, not Python: the released kernel compiles. A test cell
+# whose hidden tests are cut ends with `pass`, so it shows no Out[] (validate would read its docstring as a score).
 c.GenerateAssignment.preprocessors = [
-    ClearCudaSolutions if p is ClearSolutions else p
+    {ClearSolutions: ClearCudaSolutions, ClearHiddenTests: ClearHiddenTestsQuietly}.get(p, p)
     for p in GenerateAssignment().preprocessors
 ]
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
@@ -30,3 +31,6 @@ c.Execute.startup_timeout = 120
 c.Autograde.sanitize_preprocessors = [
     RestoreHiddenTests if p is OverwriteCells else p for p in Autograde().sanitize_preprocessors
 ]
+
+# `nbgrader validate` cuts every line of an error at 87 columns, and with it a check's hint: wrap instead.
+wrap_validate_lines()

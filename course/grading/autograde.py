@@ -1,7 +1,9 @@
 """nbgrader's execute step, made safe: a notebook whose kernel dies or hangs keeps the points earned before."""
 from nbformat.notebooknode import NotebookNode
 from nbgrader.api import MissingEntry
-from nbgrader.preprocessors import ClearHiddenTests, Execute, OverwriteCells
+from nbgrader.preprocessors import Execute, OverwriteCells
+
+from .release import ClearHiddenTestsQuietly
 
 COMPILE_TIMEOUT = 600  # a cell that compiles CUDA: a cold build takes minutes on a small CPU machine
 CELL_TIMEOUT = 240  # any other cell: a check runs a few child processes of at most 60 s each
@@ -68,6 +70,7 @@ class RestoreHiddenTests(OverwriteCells):
 
     nbgrader keeps a test cell's checksum from before its hidden tests are cut, so it reports every
     released hidden-test cell as changed (jupyter/nbgrader#1961), burying a real edit of a locked cell.
+    "As released" is what the course's release step makes of the source cell (ClearHiddenTestsQuietly).
     """
 
     def preprocess_cell(self, cell, resources, index):
@@ -79,7 +82,7 @@ class RestoreHiddenTests(OverwriteCells):
                 source = None
             if source is not None and source.locked and source.source != cell.source:
                 released = NotebookNode(source=source.source)
-                if (ClearHiddenTests(config=self.config)._remove_hidden_test_region(released)
+                if (ClearHiddenTestsQuietly(config=self.config)._remove_hidden_test_region(released)
                         and released.source == cell.source):
                     cell.source = source.source
         return super().preprocess_cell(cell, resources, index)
