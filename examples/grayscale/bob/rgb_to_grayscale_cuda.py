@@ -20,3 +20,4 @@ torch::Tensor rgb_to_grayscale(torch::Tensor input) {
     return output;
 }
 """
+module = load_cuda(cuda_src, cpp_src, ["rgb_to_grayscale"])
