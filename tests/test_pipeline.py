@@ -40,6 +40,8 @@ EXPECTED_PASSES = {
     "dave": passed(L0, "tiny", "ragged_sizes", "tall_and_wide", "photo") | passed(L1, *PY_TESTS),
     "erin": passed(L0, *PY_TESTS),
     "mallory": passed(L0, *PY_TESTS),  # in the notebook; course.verify finds out
+    # L0 patches torch (the notebook passes it, course.verify does not); L3's widened allow-list reaches no verdict
+    "trent": passed(L0, *PY_TESTS) | passed(L3, *(t for t in CUDA_TESTS if t != "integrity")),
 }
 STUDENTS = sorted(EXPECTED_PASSES)
 PROVOKED = {("dave", L0)}  # the kernels that die on purpose (tests/tamper/grayscale/README.md)
@@ -141,11 +143,18 @@ def test_writing_to_stderr_does_not_zero_a_right_answer(graded):
     assert outputs(graded, "erin", L0, "rgb2grey_py_photo").strip() == "rgb2grey_py: photo passed"
 
 
-def test_reverification_reports_a_redefined_check(graded):
-    rows = verify("grayscale", graded, students=["mallory", "alice"], notebooks=[L0], workers=2)
+def test_reverification_reports_a_redefined_check_and_a_patched_torch(graded):
+    rows = verify("grayscale", graded, students=["mallory", "trent", "alice"], notebooks=[L0], workers=2)
     bad = disagreements(rows)
-    assert {(r[0], r[2]) for r in bad} == {("mallory", f"rgb2grey_py_{t}") for t in PY_TESTS}
+    assert {(r[0], r[2]) for r in bad} == {(s, f"rgb2grey_py_{t}") for s in ("mallory", "trent") for t in PY_TESTS}
     assert all("pixels are wrong" in r[5] for r in bad)
+
+
+def test_a_widened_allow_list_changes_no_verdict_in_the_notebook_or_in_verify(graded):
+    assert "PyTorch operation" in outputs(graded, "trent", L3, "rgb_to_grayscale_cuda_integrity")
+    rows = verify("grayscale", graded, students=["trent"], notebooks=[L3], workers=1)
+    assert not disagreements(rows)
+    assert [r[2] for r in rows if not r[4]] == ["rgb_to_grayscale_cuda_integrity"]
 
 
 def test_an_old_grade_never_stands_in_for_a_new_one(graded):
@@ -191,3 +200,55 @@ def test_an_edited_test_cell_is_reported_and_restored(graded, tmp_path):
     changed = [line for line in proc.stderr.splitlines() if "has changed" in line]
     assert len(changed) == 1 and "rgb2grey_py_tiny" in changed[0], proc.stderr
     assert "rgb2grey_py: tiny passed" in outputs(course, "trudy", L0, "rgb2grey_py_tiny")
+
+
+# ---- matmul: the example students (examples/matmul/README.md explains each mistake)
+M0, M1, M2, M3, M5 = "01_L0_loop", "02_L1_run_kernel", "03_L2_blk_kernel", "04_L3_cuda", "05_tiling"
+M_PY = ("tiny", "ragged_sizes", "tall_and_skinny", "all_different", "digits", "hidden_sizes")
+M_CUDA = ("tiny", "ragged_sizes", "tall_and_skinny", "all_different", "digits", "large", "hidden_sizes", "memory",
+          "integrity")
+M_PREFIX = {M0: "matmul", M1: "matmul_pyk", M2: "matmul_2d", M3: "matmul_cuda"}
+
+
+def m_passed(nb, *tests, prefix=None):
+    return {(nb, f"{prefix or M_PREFIX[nb]}_{t}") for t in tests}
+
+
+def tiled(py=(), cuda=()):
+    return m_passed(M5, *py, prefix="matmul_tiled_py") | m_passed(M5, *cuda, prefix="matmul_tiled_cuda")
+
+
+MATMUL_PASSES = {
+    "alice": (m_passed(M0, *M_PY) | m_passed(M1, *M_PY) | m_passed(M2, *M_PY) | m_passed(M3, *M_CUDA)
+              | tiled(M_PY, M_CUDA + ("race",))),
+    # L0 drops the last product (the digits' last pixel is blank); L2's guard swaps h and w (IndexError past 1x1);
+    # L3 swaps the grid's x and y (right where h and w need as many blocks); the tiled Python kernel lacks its
+    # second barrier (wrong wherever k needs two tiles); the tiled CUDA one drops the last partial tile.
+    "bob": (m_passed(M0, "digits") | m_passed(M1, *M_PY) | m_passed(M2, "tiny") | m_passed(M3, "tiny", "digits", "large")
+            | tiled(("tiny", "tall_and_skinny", "all_different"), ("digits", "large"))),
+    "carol": set(),
+}
+
+
+@pytest.fixture(scope="module")
+def graded_matmul(tmp_path_factory):
+    return autograded_course(tmp_path_factory, "matmul", sorted(MATMUL_PASSES), set())
+
+
+@pytest.mark.xdist_group("pipeline-matmul")
+@pytest.mark.parametrize("student", sorted(MATMUL_PASSES))
+def test_each_matmul_student_gets_the_marks_their_answers_deserve(graded_matmul, student):
+    table = grades(f"sqlite:///{graded_matmul / 'gradebook.db'}", "matmul", graded_matmul / "release")
+    got = {key for key, row in table.items() if row[student][0] == row[student][1]}
+    assert not {key for key, row in table.items() if 0 < row[student][0] < row[student][1]}
+    assert got == MATMUL_PASSES[student]
+
+
+@pytest.mark.xdist_group("pipeline-matmul")
+def test_the_released_matmul_stubs_compile_and_reverification_agrees(graded_matmul):
+    for nb in (M3, M5):
+        cells = nbformat.read(graded_matmul / "autograded" / "carol" / "matmul" / f"{nb}.ipynb", as_version=4).cells
+        compile_cell = next(c for c in cells if "load_cuda(" in c.source and "nbgrader" not in c.metadata)
+        assert not [o for o in compile_cell.outputs if o.output_type == "error"], nb
+    rows = verify("matmul", graded_matmul, students=["alice", "bob"], notebooks=[M0, M3, M5], workers=2)
+    assert rows and not disagreements(rows)

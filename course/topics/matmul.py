@@ -139,9 +139,9 @@ def _hint(yours, a, b, bad, never, tol):
     off = (y - _dots(row, col)).abs() / (scale + 1e-30)
     near = (" Your wrong values are all within 1% of the right ones, so the indexing may be right and the "
             "arithmetic not.") if float(off.max()) < 1e-2 else ""
-    return ("the values are wrong in a way the checker cannot name." + near + " Compare your kernel with the "
-            "L2 one: a[row*k + i], b[i*w + col], out[row*w + col], row = blockIdx.y*blockDim.y + threadIdx.y, "
-            "col = blockIdx.x*blockDim.x + threadIdx.x; print one wrong element's row and col to see.")
+    return ("the values are wrong in a way the checker cannot name." + near + " Element (row, col) is the sum over "
+            "i of a[row, i]*b[i, col]; flattened as the kernels see them: a[row*k + i], b[i*w + col], "
+            "out[row*w + col]. Print the row, col and value of one wrong element to see where yours differs.")
 
 
 def _tf32(x):

@@ -1,0 +1,163 @@
+"""The matmul grading corpus: known-wrong and known-right answers, and the verdicts each must get.
+
+Each case is a folder `<name>/<exercise>.py` holding the whole solution cell a student left for that
+exercise. `fails` names every test the answer must fail, with a phrase its failure message must contain;
+every test not named must pass. What the tests feed an answer (course/topics/matmul.py, (m, k, n) for an
+(m, k) @ (k, n) product):
+  Python rungs: tiny 1x1x1; ragged_sizes (3,5,7), (17,37,19); tall_and_skinny (37,2,1), (1,2,37), (1,60,1);
+    all_different (6,11,4); digits (5,784,10); hidden_sizes two random shapes, sides 1..24.
+  CUDA rung: tiny; ragged_sizes (37,53,29), (17,1,31), (100,67,83); tall_and_skinny (1000,3,2), (2,3000,5),
+    (1,2048,1); all_different (45,70,23); digits; large (1024,1024,1024); hidden_sizes three random shapes,
+    sides 1..300; memory, race and integrity on the ragged sizes (race: the first one only).
+Every test, memory and integrity included, also judges the product, so an answer that is wrong on the
+ragged sizes fails memory and integrity too. A race's verdicts depend on how the threads happen to run:
+`gpu` and `cpu` give a case's verdicts where the two differ (see the case's `what`).
+"""
+from dataclasses import dataclass, field
+
+# exercise (the grade_id of its solution cell) -> (notebook, the grade_id prefix of its test cells)
+EXERCISES = {"matmul": ("01_L0_loop", "matmul_"), "matmul_k": ("02_L1_run_kernel", "matmul_pyk_"),
+             "matmul_bk": ("03_L2_blk_kernel", "matmul_2d_"), "matmul_cuda": ("04_L3_cuda", "matmul_cuda_"),
+             "matmul_tiled_bk": ("05_tiling", "matmul_tiled_py_"), "matmul_tiled_cuda": ("05_tiling", "matmul_tiled_cuda_")}
+
+
+@dataclass(frozen=True)
+class Case:
+    exercise: str   # grade_id of the solution cell the answer fills (the file name)
+    what: str       # one line: the mistake, or for a right answer its style
+    fails: dict = field(default_factory=dict)   # test -> a phrase its failure message must contain
+    gpu: dict = None   # where the verdicts differ between modes: those on a GPU ...
+    cpu: dict = None   # ... and those in CPU mode (fails is then unused)
+
+
+PY_TESTS = ("tiny", "ragged_sizes", "tall_and_skinny", "all_different", "digits", "hidden_sizes")
+CUDA_TESTS = ("tiny", "ragged_sizes", "tall_and_skinny", "all_different", "digits", "large", "hidden_sizes",
+              "memory", "integrity")
+TILED_TESTS = CUDA_TESTS + ("race",)
+
+WRONG = "elements are wrong"
+NEVER = "never written"
+
+
+def every(tests, phrase, but=(), **special):
+    """{test: phrase} for each of tests except those in but; special gives some tests another phrase."""
+    out = {t: phrase for t in tests if t not in but}
+    out.update(special)
+    return out
+
+
+def py(phrase, but=(), **special):
+    return every(PY_TESTS, phrase, but, **special)
+
+
+def cu(phrase, but=(), **special):
+    return every(CUDA_TESTS, phrase, but, **special)
+
+
+def ti(phrase, but=(), **special):
+    return every(TILED_TESTS, phrase, but, **special)
+
+
+OOB = "out-of-bounds"
+
+CASES = {
+    # ---- L3, CUDA: known wrong -----------------------------------------------------------------------
+    "cuda_loop_stops_one_short": Case(
+        "matmul_cuda", "`i < k - 1`: every element misses its last product; the digits pass, their last pixel is blank in every digit",
+        cu(WRONG, but=("digits",))),
+    "cuda_loop_starts_at_one": Case(
+        "matmul_cuda", "`int i = 1`: every element misses its first product; the digits pass, their first pixel is blank",
+        cu(WRONG, but=("digits",))),
+    "cuda_grid_x_y_swapped": Case(
+        "matmul_cuda", "blocks(cdiv(h, 16), cdiv(w, 16)): x and y swapped, so rows past 16*cdiv(w, 16) are never written;"
+        " right where h and w need as many blocks (1x1, the digits, 1024x1024)",
+        cu(NEVER, but=("tiny", "digits", "large"), memory=WRONG)),
+    "cuda_transposed_store": Case(
+        "matmul_cuda", "writes out[c*h + r]: the right values stored column by column; only the 1x1 product survives",
+        cu("stored column by column", but=("tiny",))),
+    "cuda_int_accumulator": Case(
+        "matmul_cuda", "`int o = 0`: each product is added and the sum truncated to a whole number", cu(WRONG)),
+    "cuda_prefetch_reads_one_past": Case(
+        "matmul_cuda", "loads the next a[r*k + i + 1] ahead of its turn: the values are right, the last read of the last row is"
+        " one float past a", {"memory": OOB}),
+    "cuda_a_read_column_major": Case(
+        "matmul_cuda", "reads a[i*h + r]: a as if stored column by column", cu("read a column by column", but=("tiny",))),
+    "cuda_b_read_row_major": Case(
+        "matmul_cuda", "reads b[c*k + i]: b as if stored column by column", cu("read b column by column", but=("tiny",))),
+    "cuda_double_output_float_pointer": Case(
+        "matmul_cuda", "output allocated as float64 and written through data_ptr<float>(): PyTorch refuses the pointer",
+        cu("raised an error")),
+    "cuda_output_shape_w_h": Case(
+        "matmul_cuda", "output allocated as {w, h}: right values, the wrong shape except for square products",
+        cu("returned shape", but=("tiny", "large"))),
+    "cuda_wrapper_uses_torch_matmul": Case(
+        "matmul_cuda", "launches nothing: the wrapper fills the output with m.mm(n), PyTorch's (cuBLAS's) product",
+        {"integrity": "PyTorch operation"}),
+    "cuda_64x64_threads": Case(
+        "matmul_cuda", "dim3 tpb(64, 64): 4,096 threads a block, more than CUDA allows: every launch fails",
+        cu("impossible grid")),
+    "cuda_writes_into_input": Case(
+        "matmul_cuda", "zeroes m[r*k] after computing its element: right values, changed input", cu("changed its input")),
+    "cuda_loop_never_advances": Case(
+        "matmul_cuda", "`for (int i = 0; i < k; i + 1)`: i never changes, every thread loops forever", cu("did not finish")),
+
+    # ---- L3, CUDA: known right -----------------------------------------------------------------------
+    "cuda_right_lecture_3": Case("matmul_cuda", "right: lecture 3's kernel as it is (torch::zeros for the output)"),
+    "cuda_right_block_32": Case("matmul_cuda", "right: 32x32 threads a block"),
+    "cuda_right_1d_grid": Case("matmul_cuda", "right: a 1D grid, one thread per element, (r, c) from t / w and t % w"),
+    "cuda_right_grid_stride": Case("matmul_cuda", "right: a grid-stride loop over the elements on a fixed grid of 64 blocks of 128"),
+    "cuda_right_double_sum": Case("matmul_cuda", "right: the sum kept in double"),
+    "cuda_right_fmaf_restrict": Case("matmul_cuda", "right: const __restrict__ pointers, fmaf, #pragma unroll 4, no early return"),
+    "cuda_right_reverse_sum": Case("matmul_cuda", "right: sums from i = k - 1 down to 0"),
+
+    # ---- going further, CUDA tiled: known wrong ----------------------------------------------------------
+    "tiled_missing_second_sync": Case(
+        "matmul_tiled_cuda", "no __syncthreads() after the products: a thread overwrites the tile others still read. In CPU mode a"
+        " block's threads run one at a time between barriers, so every product of more than one tile is wrong; on a GPU the"
+        " threads run together and the damage shows at 1024 (measured), while racecheck sees the hazard on any size",
+        gpu={"large": WRONG, "race": "race"},
+        cpu=ti(WRONG, but=("tiny",), race="race", integrity="race")),
+    "tiled_phases_floor": Case(
+        "matmul_tiled_cuda", "`ph < k / tw`: the last, partial tile is dropped; the digits (784 = 49 x 16) and 1024 pass",
+        ti(WRONG, but=("digits", "large"))),
+    "tiled_naive_kernel_renamed": Case(
+        "matmul_tiled_cuda", "the naive L3 kernel handed in as matmul_static: right values, no shared memory",
+        {"integrity": "did not use shared memory"}),
+    "tiled_b_tile_transposed": Case(
+        "matmul_tiled_cuda", "fills n's tile with n[(idx + tc)*w + c]: wrong values, and reads past n at the ragged edges",
+        ti(WRONG, but=("tiny",), memory=OOB)),
+
+    # ---- going further, CUDA tiled: known right ----------------------------------------------------------
+    "tiled_right_lecture_5_static": Case("matmul_tiled_cuda", "right: lecture 5's matmul_static as it is"),
+    "tiled_right_lecture_5_dynamic": Case("matmul_tiled_cuda", "right: lecture 5's matmul_dyn as it is (extern __shared__, cdiv in the kernel)"),
+    "tiled_right_lecture_5_template": Case("matmul_tiled_cuda", "right: lecture 5's matmul_dyn1 as it is (a template launched through a lambda)"),
+    "tiled_right_tile_32": Case("matmul_tiled_cuda", "right: the static kernel with 32x32 tiles (1,024 threads a block)"),
+
+    # ---- Python rungs: known wrong -----------------------------------------------------------------------
+    "py_assigns_instead_of_adding": Case(
+        "matmul", "`c[i, j] = a[i, k] * b[k, j]`: each step replaces the sum, only the last product is left",
+        py(WRONG, but=("tiny",))),
+    "py_output_is_h_by_h": Case(
+        "matmul", "c = torch.zeros(ar, ar): IndexError where b is wider than a is tall, the wrong shape elsewhere",
+        py("IndexError", but=("tiny",), tall_and_skinny="returned shape", all_different="returned shape")),
+    "py_k_writes_c_j_i": Case(
+        "matmul_k", "writes c[j, i]: IndexError on every product that is not square", py("IndexError", but=("tiny",))),
+    "py_bk_no_guard": Case(
+        "matmul_bk", "no `if r < h and c < w` guard: the threads past the edge index past the tensors", py("IndexError")),
+    "py_bk_row_stride_h": Case(
+        "matmul_bk", "writes out[r*h + c]: rows of h, not w, elements apart", 
+        py(WRONG, but=("tiny",), tall_and_skinny="IndexError", all_different="IndexError")),
+    "py_tiled_missing_second_sync": Case(
+        "matmul_tiled_bk", "no syncthreads() after the products: wrong wherever k needs more than one tile (the 1x60 dot product"
+        " has one output, whose thread runs before anyone overwrites its tile)",
+        {"ragged_sizes": "race on shared memory", "digits": "race on shared memory", "hidden_sizes": "race on shared memory"}),
+    "py_tiled_no_shared_memory": Case(
+        "matmul_tiled_bk", "computes from m and n directly inside blk_kernel2d_shar: right values, no tile",
+        py("without filling shared memory")),
+
+    # ---- Python rungs: known right -----------------------------------------------------------------------
+    "py_right_lecture_row_at_a_time": Case("matmul", "right: the lecture's second version, a row at a time with broadcasting"),
+    "py_right_k_python_floats": Case("matmul_k", "right: Python floats (float64) summed with sum()"),
+    "py_right_bk_32_early_return": Case("matmul_bk", "right: 32x32 threads a block, `return` past the edge, sum() of a generator"),
+    "py_right_tiled_tile_8": Case("matmul_tiled_bk", "right: the wrapper's tile width set to 8"),
+}
