@@ -24,3 +24,4 @@ torch::Tensor matmul(torch::Tensor m, torch::Tensor n) {
     return output;
 }
 """
+module = load_cuda(cuda_src, cpp_src, ["matmul"])

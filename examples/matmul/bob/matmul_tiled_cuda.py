@@ -29,3 +29,4 @@ torch::Tensor matmul_static(torch::Tensor m, torch::Tensor n) {
     return output;
 }
 """
+tiled = load_cuda(tiled_src, tiled_cpp, ["matmul_static"])
