@@ -267,13 +267,17 @@ def _line(frame, lineno):
     return linecache.getline(frame.f_code.co_filename, lineno, frame.f_globals).strip()
 
 
+def _count(n, word):
+    return f"{n:,} {word}{'' if n == 1 else 's'}"
+
+
 def _tensor_sizes(params, names):
     """`x (450 elements), out (150 elements)` for the tensors among a kernel's parameters, in their order."""
     out = []
     for name in params:
         t = getattr(names.get(name), "tensor", names.get(name))
         if hasattr(t, "numel") and hasattr(t, "shape"):
-            out.append(f"{name} ({t.numel():,} elements)")
+            out.append(f"{name} ({_count(t.numel(), 'element')})")
     return ", ".join(out)
 
 
@@ -308,7 +312,7 @@ def index_hint(kernel, tb, tensor, k, size, launch, n_index_params):
     sizes = _tensor_sizes(param_names, names)
     order = (f" The arguments you pass to {runner} reach the kernel in the order of its parameters ({params}); "
              f"here it got {sizes}." if params and sizes else "")
-    past = f"{what} has {size:,} elements (0 to {size - 1:,}), and{where} asked for index {k:,}{thread}."
+    past = f"{what} has {_count(size, 'element')} (0 to {size - 1:,}), and{where} asked for index {k:,}{thread}."
 
     loose = [g for g in guards or [] if g.off_by_one]
     for g in loose:
@@ -411,11 +415,15 @@ def timeout_hint(tb, ran, seconds):
 
 # ---- what the runners did during one check ---------------------------------------------------------------------
 
-def runner_hint(ran, n_out):
-    """A hint from what run_kernel/blk_kernel did during a call whose output has unwritten elements, or None."""
+def runner_hint(ran, n_out, nothing_written=False):
+    """A hint from what run_kernel/blk_kernel did during a call whose output has unwritten elements, or None.
+
+    nothing_written: no element of the output was written (then even no runner at all says something)."""
     launches = ran.get("launches", [])
     if not launches:
-        return None
+        return None if not nothing_written else (
+            "nothing was stored into the tensor your function returns: assign each element of that very "
+            "tensor (res[i] = ...); a loop that only computes, compares (==) or stores elsewhere leaves it as it was.")
     threads, returned = ran.get("threads", 0), ran.get("returned", 0)
     kind = launches[-1][0]
     if threads == 0:

@@ -111,9 +111,10 @@ def check_python(exercise, fn, case, seed=None, hang_hint=None):
                 exercise.judge(yours, c, what, never)
             except AssertionError as e:
                 # What the runners did (no thread, too few, kernels returning their values) outweighs what the
-                # output alone suggests, when part of the output was never written.
+                # output alone suggests, when the judge found wrong elements that were never written.
                 from ..ladder import ran
-                seen = runner_hint(ran, exercise.out_numel(c)) if never is not None and bool(never.any()) else None
+                seen = (runner_hint(ran, exercise.out_numel(c), bool(never.all()))
+                        if never is not None and "never written" in str(e) else None)
                 raise (_with_hint(e, seen) if seen else e) from None
     except AssertionError as verdict:
         raise verdict.with_traceback(None) from None  # what is wrong with the answer: the message below

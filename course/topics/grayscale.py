@@ -203,8 +203,8 @@ def _unwritten_hint(missing, maybe, h, w):
         return (f"only the first {start:,} of {n:,} pixels got a thread: the last {n - start:,} (from "
                 f"{_rowcol(start, w)} on) were never written. That fits " + ", or ".join(causes) + ".")
     if end > 0 and fits(every < end):
-        return (f"the first {end:,} pixel{'s were' if end > 1 else ' was'} never written and every other pixel is "
-                "right: does your index start past 0? Thread 0 of block 0 must get pixel 0: "
+        first_ones = f"the first {end:,} pixels were" if end > 1 else "pixel 0 was"
+        return (f"{first_ones} never written and every other pixel is right: does your index start past 0? Thread 0 of block 0 must get pixel 0: "
                 "i = blockIdx.x*blockDim.x + threadIdx.x, nothing added.")
     for p in range(2, 9):
         if bool((idx % p != 0).all()) and fits(every % p != 0):
