@@ -38,13 +38,13 @@ class ClearCudaSolutions(ClearSolutions):
         return replaced
 
 
-def _ends_with_a_value(source):
-    """True when a cell's last statement is a bare expression (a docstring, say): IPython would show it as Out[]."""
+def _ends_with_a_constant(source):
+    """True when a cell's last statement is a bare constant (its docstring, say): IPython would show it as Out[]."""
     try:
         body = ast.parse(source).body
     except SyntaxError:
         return False
-    return bool(body) and isinstance(body[-1], ast.Expr)
+    return bool(body) and isinstance(body[-1], ast.Expr) and isinstance(body[-1].value, ast.Constant)
 
 
 class ClearHiddenTestsQuietly(ClearHiddenTests):
@@ -57,7 +57,7 @@ class ClearHiddenTestsQuietly(ClearHiddenTests):
 
     def _remove_hidden_test_region(self, cell):
         removed = super()._remove_hidden_test_region(cell)
-        if removed and cell.get("cell_type", "code") == "code" and _ends_with_a_value(cell.source):
+        if removed and cell.get("cell_type", "code") == "code" and _ends_with_a_constant(cell.source):
             cell.source = cell.source.rstrip("\n") + "\n" + HIDDEN_NOTE
         return removed
 
