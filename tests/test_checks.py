@@ -39,12 +39,12 @@ def rgb2grey_pyk(x):
     return res.view(h, w)
 
 
-def make_pybk(kernel, grid=lambda n, t: cdiv(n, t)):
+def make_pybk(kernel, grid=lambda n, t: cdiv(n, t), make=torch.zeros):
     def rgb2grey_pybk(x):
         c, h, w = x.shape
         n = h * w
         x = x.flatten()
-        res = torch.zeros(n, dtype=x.dtype)
+        res = make(n, dtype=x.dtype)
         blk_kernel(kernel, grid(n, 256), 256, x, res, n)
         return res.view(h, w)
     return rgb2grey_pybk
@@ -108,11 +108,12 @@ def test_rounding_is_caught_with_its_diagnosis():
 
 
 def test_classic_weights_0_299_are_caught_on_the_photo():
-    fails(vectorised(weights=(0.299, 0.587, 0.114)), "photo", "pixels are wrong", "check the weights")
+    fails(vectorised(weights=(0.299, 0.587, 0.114)), "photo", "pixels are wrong", "check the weights",
+          "your values match the weights 0.299, 0.587, 0.114")
 
 
 def test_swapped_channels_are_caught():
-    fails(vectorised(order=(0, 2, 1)), "ragged", "first at row", "yours", "expected")
+    fails(vectorised(order=(0, 2, 1)), "ragged", "first at row", "yours", "expected", "the wrong channels")
 
 
 def test_missing_guard_is_caught_as_an_indexerror_with_block_and_thread():
@@ -196,6 +197,33 @@ def test_a_function_that_never_returns_is_stopped():
             pass
     with pytest.raises(AssertionError, match="did not finish within 1 s"):
         call_quietly(forever, (None,), "forever", "a test", seconds=1)
+
+
+def test_a_timeout_says_it_ran_past_the_limit_and_gives_both_causes():
+    with pytest.raises(AssertionError) as info:
+        call_quietly(lambda x: run_kernel(slow_kernel, 3, x), (torch.zeros(3),), "f", "a test", seconds=1)
+    message = str(info.value)
+    assert "ran past the check's time limit" in message and "for j in range(10**9):" in message
+    assert "loops over every element itself" in message and "never ends" in message
+
+
+def slow_kernel(i, x):
+    for j in range(10**9):
+        x[i] = j
+
+
+def test_a_verdict_carries_no_frames_of_the_course_below_the_check():
+    import traceback
+    with pytest.raises(AssertionError) as info:
+        check_rgb2grey(vectorised(post=torch.round), "ragged")
+    names = [f.name for f in traceback.extract_tb(info.value.__traceback__)]
+    assert names[-1] == "check_rgb2grey" and "judge_grey" not in names and "check_python" not in names
+
+
+def test_unwritten_output_with_too_few_threads_names_the_grid():
+    empty = lambda *args, **kwargs: torch.empty(*args, **kwargs)  # noqa: E731 (the check's pre-filled one)
+    fails(make_pybk(rgb2grey_bk, grid=lambda n, t: n // t, make=empty), "ragged",
+          "never written", "ran 256 threads (1 block of 256) for 259 elements", "cdiv(n, threads)")
 
 
 def test_a_function_that_prints_to_stderr_passes_quietly(capfd):

@@ -50,6 +50,33 @@ def test_index_past_the_end_raises_indexerror_naming_block_and_thread():
         blk_kernel(no_guard, 3, 4, torch.zeros(10), 10)
 
 
+def test_an_index_past_the_end_gets_the_hint_its_kernel_supports():
+    def loose(blockidx, threadidx, blockdim, out, n):
+        i = blockidx * blockdim + threadidx
+        if i <= n:
+            out[i] = 1
+
+    def guarded(blockidx, threadidx, blockdim, out, n):
+        i = blockidx * blockdim + threadidx
+        if i < n:
+            out[i + n] = 1
+
+    with pytest.raises(IndexError, match=r"your guard lets i == n through: use `if i < n:`"):
+        blk_kernel(loose, 3, 4, torch.zeros(10), 10)
+    with pytest.raises(IndexError) as info:
+        blk_kernel(guarded, 3, 4, torch.zeros(10), 10)
+    assert "guard `i < n` holds for this thread" in str(info.value) and "did you forget" not in str(info.value)
+
+
+def test_the_runners_note_what_they_ran_for_the_checks_hints():
+    from course.ladder import ran
+    ran.update(threads=0, returned=0, returned_by=None, launches=[])
+    blk_kernel(lambda b, t, d: b, 2, 3)
+    run_kernel(lambda i: None, 4)
+    assert ran["threads"] == 10 and ran["returned"] == 6  # every blk thread returned a value (0 too), none of run_kernel's
+    assert ran["launches"] == [("blk_kernel", 2, 3, 6), ("run_kernel", 4, 4)]
+
+
 def test_negative_index_raises_instead_of_wrapping():
     def k(i, x, out):
         out[i] = x[i - 1]

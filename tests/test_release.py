@@ -75,3 +75,48 @@ def test_c_regions_get_a_c_comment_and_python_regions_python():
 def test_unclosed_c_region_is_an_error():
     with pytest.raises(RuntimeError, match="no end solution"):
         clear('x = r"""\n// BEGIN SOLUTION\nint i;\n"""')
+
+
+def hidden_test_cells(folder):
+    """(source cell, released cell) of every test cell with hidden tests, over the grayscale lessons."""
+    for path in sorted((ROOT / "source" / "grayscale").glob("*.ipynb")):
+        source = nbformat.read(path, as_version=4)
+        released = {c.metadata.get("nbgrader", {}).get("grade_id"): c
+                    for c in nbformat.read(folder / path.name, as_version=4).cells}
+        for cell in source.cells:
+            if "BEGIN HIDDEN TESTS" in cell.source:
+                yield cell, released[cell.metadata["nbgrader"]["grade_id"]]
+
+
+def test_a_released_hidden_test_cell_shows_nothing_and_reads_as_unedited(regenerated):
+    import ast
+
+    from course.grading.release import HIDDEN_NOTE, ClearHiddenTestsQuietly
+    pairs = list(hidden_test_cells(regenerated / "grayscale"))
+    assert len(pairs) == 4
+    for source, released in pairs:
+        # no Out[] (validate would read the docstring as a score): the last statement is not an expression
+        assert released.source.endswith(HIDDEN_NOTE) and "check_" not in released.source
+        assert not isinstance(ast.parse(released.source).body[-1], ast.Expr)
+        # what autograde's RestoreHiddenTests compares a submitted cell with: the source cell, cut the same way
+        cut = nbformat.from_dict({"cell_type": "code", "source": source.source, "metadata": {}})
+        assert ClearHiddenTestsQuietly()._remove_hidden_test_region(cut) and cut.source == released.source
+
+
+def test_a_cell_with_code_left_after_its_hidden_tests_is_left_alone():
+    from course.grading.release import ClearHiddenTestsQuietly
+    cell = new_code_cell('"""doc"""\ncheck(1)\n### BEGIN HIDDEN TESTS\ncheck(2)\n### END HIDDEN TESTS')
+    assert ClearHiddenTestsQuietly()._remove_hidden_test_region(cell)
+    assert cell.source == '"""doc"""\ncheck(1)'
+
+
+def test_validate_wraps_a_long_hint_instead_of_cutting_it():
+    from nbgrader.validator import Validator
+
+    from course.grading.release import wrap_validate_lines
+    wrap_validate_lines()
+    hint = "Hint: " + " ".join(f"word{i}" for i in range(60))
+    shown = Validator()._indent(f"AssertionError: short\n{hint}")
+    assert all(len(line) <= Validator().width - 3 for line in shown.splitlines())
+    assert " ".join(shown.split()) == " ".join(f"AssertionError: short\n{hint}".split())
+    assert "..." not in shown
