@@ -81,11 +81,15 @@ def _worker(conn, cwd):
                 value = shell.user_ns.get(arg)
                 reply = value if isinstance(value, str) else shell.user_ns.get("cuda_src")
             else:  # "call": the student's function on the judge's inputs, its output pre-filled as in the notebook
+                from course import ladder
                 from course.harness.python import prefilled
-                name, args = arg
+                name, args, order = arg
+                ladder.thread_order.update(order)  # the judge asks for the order a block's threads run in
+                used = dict(ladder.shared_use)
                 with prefilled():
                     value = shell.user_ns[name](*args)
-                reply = ("returned", value, args)
+                used = {key: ladder.shared_use[key] - used[key] for key in used}
+                reply = ("returned", value, args, used)
         except BaseException as e:  # noqa: B902 (the student's code raised: tell the judge what)
             reply = ("raised", e) if what == "call" else e
         try:
@@ -127,13 +131,16 @@ class Worker:
         worker = self
 
         def call(*args):
-            reply = worker.ask("call", (name, args))
+            from course import ladder
+            reply = worker.ask("call", (name, args, dict(ladder.thread_order)))
             if reply[0] == "raised":
                 raise reply[1]
-            _, value, after = reply
+            _, value, after, used = reply
             for mine, theirs in zip(args, after):  # an input the function changed, changed here too
                 if hasattr(mine, "copy_") and hasattr(theirs, "shape") and mine.shape == theirs.shape:
                     mine.copy_(theirs)
+            for key, more in used.items():  # what the kernel did with shared memory, for the tiled checks
+                ladder.shared_use[key] += more
             return value
         call.__name__ = name
         return call
