@@ -1,8 +1,9 @@
 """nbgrader's configuration for the course: run `nbgrader ...` from this folder."""
-from nbgrader.converters import Autograde, GenerateAssignment
-from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, Execute, OverwriteCells
+from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
+from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, Execute, GetGrades, OverwriteCells
 
-from course.grading.autograde import RestoreHiddenTests, SafeExecute
+from course.grading.autograde import PersonalSeeds, RestoreHiddenTests, SafeExecute
+from course.grading.feedback import HideHiddenTests
 from course.grading.release import ClearCudaSolutions, ClearHiddenTestsQuietly, wrap_validate_lines
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
@@ -27,9 +28,17 @@ c.Execute.timeout = 600
 c.Execute.startup_timeout = 120
 
 # A test cell released without its hidden tests is not an edit: only real edits of locked cells are
-# reported (nbgrader alone warns about every hidden-test cell of every submission).
+# reported (nbgrader alone warns about every hidden-test cell of every submission). Then each hidden test's
+# seed becomes the student's own, derived from the course's .grading_secret (course/grading/seeds.py).
 c.Autograde.sanitize_preprocessors = [
-    RestoreHiddenTests if p is OverwriteCells else p for p in Autograde().sanitize_preprocessors
+    q for p in Autograde().sanitize_preprocessors
+    for q in ([RestoreHiddenTests, PersonalSeeds] if p is OverwriteCells else [p])
+]
+
+# Feedback says which hidden test passed or failed, with its message, never its code or seed; tracebacks
+# keep the student's own frames only.
+c.GenerateFeedback.preprocessors = [
+    q for p in GenerateFeedback().preprocessors for q in ([p, HideHiddenTests] if p is GetGrades else [p])
 ]
 
 # `nbgrader validate` cuts every line of an error at 87 columns, and with it a check's hint: wrap instead.

@@ -1,7 +1,10 @@
-"""nbgrader's execute step, made safe: a notebook whose kernel dies or hangs keeps the points earned before."""
+"""nbgrader's autograde steps for the course: a safe execute step (a notebook whose kernel dies or hangs keeps the
+points earned before), hidden tests restored quietly, and hidden random cases of each student's own."""
+import os
+
 from nbformat.notebooknode import NotebookNode
 from nbgrader.api import MissingEntry
-from nbgrader.preprocessors import Execute, OverwriteCells
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor, OverwriteCells
 
 from .release import ClearHiddenTestsQuietly
 
@@ -86,3 +89,16 @@ class RestoreHiddenTests(OverwriteCells):
                         and released.source == cell.source):
                     cell.source = source.source
         return super().preprocess_cell(cell, resources, index)
+
+
+class PersonalSeeds(NbGraderPreprocessor):
+    """Gives each student hidden random cases of their own: a test cell's literal seed becomes one derived from
+    the course's grading secret and the student's id (course/grading/seeds.py); without a secret, nothing changes."""
+
+    def preprocess(self, nb, resources):
+        from .seeds import load_secret, personal_notebook
+        student = resources.get("nbgrader", {}).get("student")
+        secret = load_secret(os.getcwd())  # nbgrader runs its converters in the course folder
+        if student is None or secret is None:
+            return nb, resources
+        return personal_notebook(nb, student, secret), resources
