@@ -1,0 +1,152 @@
+"""Compiles ahead: every load_cuda call a notebook makes with sources written out in it, built on all cores before grading.
+
+The sources are read from the notebook without running it (string literals, `cuda_begin + r\"\"\"...\"\"\"`,
+names assigned from them), so nothing a student wrote runs here but their C++ in the compiler.
+load_cuda names each build after a hash of what it is made of and keeps it, so the notebook's own
+load_cuda cell (and each check) then finds the module built: a source compiled once is never compiled again,
+whichever student, process or run needs it next.
+"""
+import ast
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+_UNKNOWN = object()
+
+
+def _static(node, env):
+    """The value of an expression made of string literals, known names and +, or _UNKNOWN."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, bool, int)):
+        return node.value
+    if isinstance(node, ast.Name):
+        return env.get(node.id, _UNKNOWN)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        a, b = _static(node.left, env), _static(node.right, env)
+        return a + b if isinstance(a, str) and isinstance(b, str) else _UNKNOWN
+    if isinstance(node, (ast.List, ast.Tuple)):
+        items = [_static(e, env) for e in node.elts]
+        return _UNKNOWN if any(i is _UNKNOWN for i in items) else list(items)
+    return _UNKNOWN
+
+
+def _python(source):
+    """A cell's source as plain Python (IPython's %magics turned into calls), or None when it does not parse."""
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+        source = TransformerManager().transform_cell(source)
+    except Exception:  # noqa: B902 (no IPython, or a cell it cannot read: try the text as it is)
+        pass
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
+
+
+def course_cuda_begin():
+    """The course's cuda_begin, read from course/cuda.py without importing torch."""
+    from pathlib import Path
+    text = (Path(__file__).resolve().parent.parent / "cuda.py").read_text()
+    for stmt in ast.parse(text).body:
+        if isinstance(stmt, ast.Assign) and any(getattr(t, "id", None) == "cuda_begin" for t in stmt.targets):
+            return ast.literal_eval(stmt.value)
+    raise RuntimeError("course/cuda.py defines no cuda_begin")
+
+
+def compile_jobs(nb, cuda_begin=None, gpu=True):
+    """[{cuda_src, cpp_src, funcs, opt}] for each load_cuda call of notebook nb whose arguments are written out in it.
+
+    gpu=False leaves out cells tagged `gpu` (they stop before compiling where there is no GPU)."""
+    if cuda_begin is None:
+        cuda_begin = course_cuda_begin()
+    env, jobs = {"cuda_begin": cuda_begin}, []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or (not gpu and "gpu" in cell.metadata.get("tags", [])):
+            continue
+        tree = _python(cell.source)
+        if tree is None:
+            continue
+        for stmt in tree.body:
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "load_cuda":
+                    args = [_static(a, env) for a in node.args[:4]]
+                    kw = {k.arg: _static(k.value, env) for k in node.keywords}
+                    names = ["cuda_src", "cpp_src", "funcs", "opt"]
+                    call = dict(zip(names, args), **{k: v for k, v in kw.items() if k in names})
+                    call.setdefault("opt", False)
+                    if len(call) == 4 and not any(v is _UNKNOWN for v in call.values()) \
+                            and isinstance(call["cuda_src"], str) and isinstance(call["cpp_src"], str):
+                        call["funcs"] = [call["funcs"]] if isinstance(call["funcs"], str) else call["funcs"]
+                        jobs.append(call)
+            if isinstance(stmt, ast.Assign):
+                value = _static(stmt.value, env)
+                for target in stmt.targets:
+                    if isinstance(target, ast.Name):
+                        if isinstance(value, str):
+                            env[target.id] = value
+                        else:
+                            env.pop(target.id, None)
+    return jobs
+
+
+def job_key(job):
+    """What makes two jobs the same build: their sources, functions and options."""
+    return json.dumps([job["cuda_src"], job["cpp_src"], job["funcs"], bool(job["opt"])])
+
+
+def unique(jobs):
+    """The jobs without repeats (the same sources and options)."""
+    seen, out = set(), []
+    for j in jobs:
+        key = job_key(j)
+        if key not in seen:
+            seen.add(key)
+            out.append(j)
+    return out
+
+
+def build_all(jobs, processes=None, timeout=1800, env=None):
+    """Builds the jobs in `processes` fresh processes at once; [(job, None or the compiler's error)] in the jobs' order."""
+    jobs = unique(jobs)
+    if not jobs:
+        return []
+    processes = max(1, min(len(jobs), processes or max(1, (os.cpu_count() or 2) // 2)))
+    batches = [jobs[i::processes] for i in range(processes)]
+
+    def run(batch):
+        try:
+            proc = subprocess.run([sys.executable, "-m", "course.grading.compile"], input=json.dumps(batch),
+                                  capture_output=True, text=True, timeout=timeout, env=env)
+            lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+        except subprocess.TimeoutExpired:
+            lines = []
+        errors = [line.get("error") for line in lines] + ["the build did not finish"] * (len(batch) - len(lines))
+        return list(zip(batch, errors))
+
+    with ThreadPoolExecutor(processes) as pool:
+        results = [r for rs in pool.map(run, batches) for r in rs]
+    order = {id(j): i for i, j in enumerate(jobs)}
+    return sorted(results, key=lambda r: order[id(r[0])])
+
+
+def _serve():
+    """The build process: load_cuda for each job read from stdin; one JSON line per job on stdout."""
+    import warnings
+    warnings.simplefilter("ignore")
+    from course.build import CompileError, load_cuda
+    for job in json.loads(sys.stdin.read()):
+        t = time.perf_counter()
+        try:
+            load_cuda(job["cuda_src"], job["cpp_src"], job["funcs"], opt=bool(job["opt"]))
+            error = None
+        except CompileError as e:
+            error = str(e)
+        except Exception as e:  # noqa: B902 (a module that builds but does not load: the notebook will say so)
+            error = f"{type(e).__name__}: {e}"
+        print(json.dumps({"error": error, "seconds": time.perf_counter() - t}), flush=True)
+
+
+if __name__ == "__main__":
+    _serve()

@@ -1,0 +1,150 @@
+"""One student's grading, in a process of its own: nbgrader's autograde into the worker's gradebook, then the clean re-run.
+
+`course grade` starts one per student (several at once) with the GPU it may use in CUDA_VISIBLE_DEVICES,
+and merges the gradebook it wrote into the course's. What it found is written as JSON to --result.
+"""
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+
+class _Collect(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.records = []
+
+    def emit(self, record):
+        try:
+            self.records.append((record.levelname, record.getMessage()))
+        except Exception:  # a record that cannot be formatted is no reason to fail the student
+            pass
+
+
+def autograde(root, assignment, student, db_url):
+    """Runs nbgrader's Autograde for one student in this process, as `nbgrader autograde` would; returns (ok, warnings and errors)."""
+    from nbgrader.apps.autogradeapp import AutogradeApp
+    os.chdir(root)
+    app = AutogradeApp()
+    collect = _Collect()
+    ok = True
+    app.log.addHandler(collect)
+    try:
+        app.initialize([assignment, "--student", student, "--create", "--force", f"--db={db_url}"])
+        app.start()
+    except SystemExit as e:
+        ok = e.code in (0, None)
+    return ok, collect.records
+
+
+def failure_reason(records, root, assignment, student):
+    """Why a student's autograde failed, in a line or two, from nbgrader's log."""
+    errors = [msg for level, msg in records if level in ("ERROR", "CRITICAL")]
+    for msg in errors:
+        lines = [line for line in msg.strip().splitlines() if line.strip()]
+        if lines and lines[0].startswith("Traceback"):
+            return lines[-1][:500]
+    if errors:
+        return errors[0].strip().splitlines()[0][:500]
+    return "nbgrader stopped without saying why (see .nbgrader.log)"
+
+
+def _personal_source(root, assignment, student, secret, tmp):
+    """A folder like source/<assignment>/ whose notebooks use the student's hidden seeds (what verify re-runs)."""
+    from .seeds import personal_notebook
+    import nbformat
+    src = Path(root) / "source" / assignment
+    out = Path(tmp) / "source" / assignment
+    out.mkdir(parents=True)
+    for p in src.iterdir():
+        if p.suffix == ".ipynb":
+            nbformat.write(personal_notebook(nbformat.read(p, as_version=4), student, secret), out / p.name)
+        else:
+            (out / p.name).symlink_to(p.resolve())
+    return out
+
+
+def verify_student(root, assignment, student, secret, timeout=None):
+    """course.verify's clean re-run of one student's notebooks, with the student's hidden seeds: its rows."""
+    import nbformat
+    from .verify import NOTEBOOK_TIMEOUT, notebook_verdicts, verify_notebook
+    root = Path(root)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="course-verify-src-") as tmp:
+        source = _personal_source(root, assignment, student, secret, tmp)
+        for submitted in sorted((root / "submitted" / student / assignment).glob("*.ipynb")):
+            if not (source / submitted.name).exists():
+                continue
+            autograded = root / "autograded" / student / assignment / submitted.name
+            graded = notebook_verdicts(nbformat.read(autograded, as_version=4)) if autograded.exists() else {}
+            verdicts = verify_notebook(source / submitted.name, submitted, timeout or NOTEBOOK_TIMEOUT)
+            rows += [(student, submitted.stem, gid, graded.get(gid), v["passed"], v["message"])
+                     for gid, v in verdicts.items()]
+    return rows
+
+
+def scores(db_url, assignment, student):
+    """(score, max score) of a student's submission in a gradebook, or None."""
+    from nbgrader.api import Gradebook, MissingEntry
+    with Gradebook(db_url) as gb:
+        try:
+            sub = gb.find_submission(assignment, student)
+        except MissingEntry:
+            return None
+        return sub.score, sub.max_score
+
+
+def kernels_stopped(root, assignment, student):
+    """{notebook: why its kernel stopped} for the student's autograded notebooks (SafeExecute's record)."""
+    import nbformat
+    out = {}
+    for p in sorted((Path(root) / "autograded" / student / assignment).glob("*.ipynb")):
+        why = nbformat.read(p, as_version=4).metadata.get("course", {}).get("kernel_stopped")
+        if why:
+            out[p.stem] = why
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--root", required=True)
+    p.add_argument("--assignment", required=True)
+    p.add_argument("--student", required=True)
+    p.add_argument("--db", required=True, help="the worker's own gradebook (a copy of the course's)")
+    p.add_argument("--result", required=True)
+    p.add_argument("--verify", action="store_true")
+    args = p.parse_args(argv)
+    from .seeds import load_secret
+    result = {"student": args.student, "timing": {}}
+    t = time.perf_counter()
+    try:
+        ok, records = autograde(args.root, args.assignment, args.student, args.db)
+        result["timing"]["autograde"] = time.perf_counter() - t
+        result["ok"] = ok
+        result["warnings"] = [m.splitlines()[0][:300] for lvl, m in records if lvl == "WARNING"]
+        if not ok:
+            result["reason"] = failure_reason(records, args.root, args.assignment, args.student)
+        else:
+            result["scores"] = scores(args.db, args.assignment, args.student)
+            result["kernel_stopped"] = kernels_stopped(args.root, args.assignment, args.student)
+            if args.verify:
+                t = time.perf_counter()
+                rows = verify_student(args.root, args.assignment, args.student, load_secret(args.root))
+                result["timing"]["verify"] = time.perf_counter() - t
+                result["verified"] = len(rows)
+                result["disagreements"] = [r for r in rows if r[3] is not None and r[3] != r[4]]
+    except BaseException as e:  # noqa: B902 (whatever broke, the parent records it and goes on)
+        result["ok"] = False
+        result["reason"] = f"{type(e).__name__}: {e}".strip()[:500]
+        result["traceback"] = traceback.format_exc()[-3000:]
+    Path(args.result).write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
