@@ -1,0 +1,151 @@
+"""The instructor's command line: `python -m course COMMAND`, from source/ to exported grades without nbgrader's internals.
+
+  doctor    is this machine ready to grade? (GPU, driver, nvcc, compute-sanitizer, torch, g++, a tiny kernel)
+  release   release/ from source/ (all assignments or one); the C stubs must compile
+  collect   submissions into submitted/: from nbgrader's exchange, or from an LMS download (a zip or a folder)
+  grade     autograde what was collected, several students at once, resumable; then re-verify
+  verify    the clean re-run of graded submissions again, listing any test that disagrees
+  merge     the shards of `grade --shard i/N` into the course's gradebook
+  feedback  HTML feedback per student (hidden tests' code and seeds left out)
+  export    grades as CSV, and which exercise the class failed, with which message (table and plot)
+"""
+import argparse
+import sys
+
+from .layout import CourseError
+
+
+def _doctor(args):
+    from .doctor import doctor
+    return doctor(args.root, compile_kernel=not args.quick)
+
+
+def _release(args):
+    from .publish import release
+    return release(args.root, args.assignment, check_stubs=not args.no_compile)
+
+
+def _collect(args):
+    from .collect import collect
+    return collect(args.root, args.assignment, source=args.source, exchange=args.exchange, dry_run=args.dry_run)
+
+
+def _grade(args):
+    from .grade import grade, parse_shard, report
+    shard = parse_shard(args.shard) if args.shard else None
+    gpus = None if args.gpus is None else [g for g in args.gpus.split(",") if g]
+    summary = grade(args.root, args.assignment, students=args.student, workers=args.workers, gpus=gpus,
+                    shard=shard, force=args.force, verify=not args.no_verify, db=args.db,
+                    compile_first=not args.no_compile, timeout=args.timeout)
+    print(report(summary))
+    if args.json:
+        import json
+        with open(args.json, "w") as f:
+            json.dump(summary, f, indent=1, default=str)
+    return 1 if summary["failed"] or summary["disagreements"] else 0
+
+
+def _verify(args):
+    from .reverify import reverify
+    return reverify(args.root, args.assignment, students=args.student, workers=args.workers)
+
+
+def _merge(args):
+    from .shards import merge_shards
+    return merge_shards(args.root, args.assignment, args.shards, db=args.db)
+
+
+def _feedback(args):
+    from .feedback import feedback
+    return feedback(args.root, args.assignment, students=args.student, db=args.db)
+
+
+def _export(args):
+    from .export import export
+    return export(args.root, args.assignment, out=args.out, db=args.db)
+
+
+def parser():
+    """The argument parser: one subcommand per step of the instructor's work."""
+    p = argparse.ArgumentParser(prog="python -m course", description=__doc__.split("\n\n")[0],
+                                epilog="Each command has --help. Run them in the course folder (or pass --root).",
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    def command(name, func, help, assignment="required"):
+        c = sub.add_parser(name, help=help, description=help)
+        c.add_argument("--root", default=".", help="the course folder (holds nbgrader_config.py and source/)")
+        if assignment == "required":
+            c.add_argument("assignment", help="the assignment, a folder of source/ (e.g. grayscale)")
+        elif assignment == "optional":
+            c.add_argument("assignment", nargs="?", help="one assignment (default: all of source/)")
+        c.set_defaults(func=func)
+        return c
+
+    c = command("doctor", _doctor, "Checks that this machine can grade: GPU and driver, nvcc, compute-sanitizer, torch "
+                "and its CUDA, ninja, g++, and a tiny kernel compiled and run (CPU mode where there is no GPU); each "
+                "failure says how to fix it.", assignment=None)
+    c.add_argument("--quick", action="store_true", help="skip compiling and running the tiny kernel")
+
+    c = command("release", _release, "Generates release/ from source/ through nbgrader (solutions out, C stubs in) "
+                "and checks that each released CUDA stub compiles.", assignment="optional")
+    c.add_argument("--no-compile", action="store_true", help="skip compiling the released CUDA stubs")
+
+    c = command("collect", _collect, "Puts submissions into submitted/<student>/<assignment>/: from nbgrader's "
+                "exchange (--exchange), or from an LMS download: a zip or folder of notebooks named by student "
+                "(alice/01_L0_loop.ipynb, or alice_01_L0_loop.ipynb as Canvas and Moodle name them). Everything "
+                "is checked before anything is written.")
+    c.add_argument("source", nargs="?", help="the LMS download: a .zip file or a folder")
+    c.add_argument("--exchange", action="store_true", help="collect from nbgrader's exchange (nbgrader collect)")
+    c.add_argument("--dry-run", action="store_true", help="check and list what would be collected, write nothing")
+
+    c = command("grade", _grade, "Autogrades every collected submission through nbgrader, several students at once "
+                "(a pool of workers per GPU), with a progress bar; resumable: a student graded before is graded "
+                "again only when their submission, the tests or the grading code changed. A submission whose "
+                "grading breaks is recorded with the reason and grading goes on. Then each submission is re-run "
+                "in clean processes (course.verify).")
+    c.add_argument("--student", action="append", help="only this student (repeatable)")
+    c.add_argument("--workers", type=int, help="students graded at once (default: one per core)")
+    c.add_argument("--gpus", help="GPU indices to use, e.g. 0,1 (default: all nvidia-smi lists; '' for none)")
+    c.add_argument("--shard", help="grade only shard i of N (i/N), into its own gradebook; `course merge` joins them")
+    c.add_argument("--force", action="store_true", help="grade again students whose inputs did not change")
+    c.add_argument("--no-verify", action="store_true", help="skip the clean re-run (course.verify)")
+    c.add_argument("--no-compile", action="store_true", help="do not compile the CUDA sources ahead")
+    c.add_argument("--timeout", type=int, default=3 * 3600, help="seconds one student's grading may take")
+    c.add_argument("--db", help="the gradebook (default: gradebook.db in the course folder)")
+    c.add_argument("--json", help="also write the run's summary and timings to this JSON file")
+
+    c = command("verify", _verify, "Re-runs graded submissions in clean processes, each with the student's own "
+                "hidden cases, and lists every test whose verdict differs from the autograded notebook.")
+    c.add_argument("--student", action="append", help="only this student (repeatable)")
+    c.add_argument("--workers", type=int, help="notebooks re-run at once (default: half the cores)")
+
+    c = command("merge", _merge, "Merges the shards of `grade --shard i/N` into the course's gradebook: shards "
+                "graded in this folder, and course folders of other hosts named here.")
+    c.add_argument("shards", nargs="*", help="course folders of other hosts that graded shards (default: this one)")
+    c.add_argument("--db", help="the gradebook (default: gradebook.db in the course folder)")
+
+    c = command("feedback", _feedback, "Writes feedback/<student>/<assignment>/*.html: each test with its verdict "
+                "and message; hidden tests' code and seeds left out.")
+    c.add_argument("--student", action="append", help="only this student (repeatable)")
+    c.add_argument("--db", help="the gradebook (default: gradebook.db in the course folder)")
+
+    c = command("export", _export, "Writes the grades as CSV and a per-exercise pass-rate table (with the commonest "
+                "failure message of each) and plot.")
+    c.add_argument("--out", default="exports", help="the folder to write into (default: exports/)")
+    c.add_argument("--db", help="the gradebook (default: gradebook.db in the course folder)")
+    return p
+
+
+def main(argv=None):
+    """Runs one command; bad input is an error message and exit status 2, with nothing changed."""
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args) or 0
+    except CourseError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("stopped; what finished is kept (`course grade` goes on where it stopped)", file=sys.stderr)
+        return 130

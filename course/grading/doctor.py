@@ -1,0 +1,206 @@
+"""`course doctor`: is this machine ready to grade? Each check says ok, or what is wrong and how to fix it."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .layout import CourseError
+
+TINY = r'''
+__global__ void add_one_kernel(const float* x, float* out, int n) {
+    int i = blockIdx.x*blockDim.x + threadIdx.x;
+    if (i < n) out[i] = x[i] + 1.0f;
+}
+
+torch::Tensor add_one(torch::Tensor x) {
+    CHECK_INPUT(x);
+    auto out = torch::empty_like(x);
+    int n = x.numel();
+    add_one_kernel<<<cdiv(n, 256), 256>>>(x.data_ptr<float>(), out.data_ptr<float>(), n);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+}
+'''
+
+# Run in a fresh process: compiles the tiny kernel with load_cuda and runs it where the lessons would.
+_TINY_RUN = r'''
+import sys, time, torch
+from course import cpu_mode, cuda_begin, device, load_cuda, synchronize
+t = time.perf_counter()
+m = load_cuda(cuda_begin + sys.argv[1], "torch::Tensor add_one(torch::Tensor x);", ["add_one"])
+built = time.perf_counter() - t
+x = torch.arange(1000, dtype=torch.float32, device=device())
+y = m.add_one(x); synchronize()
+assert torch.equal(y.cpu(), x.cpu() + 1), "wrong result"
+print(f"{'CPU mode' if cpu_mode() else torch.cuda.get_device_name()}: built in {built:.1f} s, ran right")
+'''
+
+
+class Report:
+    """The doctor's findings, printed as they come."""
+
+    def __init__(self):
+        self.failed = 0
+
+    def ok(self, what):
+        """A check that passed."""
+        print(f"ok    {what}", flush=True)
+
+    def note(self, what):
+        """Something to know that is not a failure."""
+        print(f"--    {what}", flush=True)
+
+    def fail(self, what, fix):
+        """A check that failed, and how to fix it."""
+        self.failed += 1
+        print(f"FAIL  {what}\n      fix: {fix}", flush=True)
+
+
+def _version(cmd):
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (out.stdout + out.stderr).strip()
+    return text if out.returncode == 0 else None
+
+
+def gpus():
+    """[(name, driver, memory)] from nvidia-smi, [] without it; None when nvidia-smi fails."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    out = _version([smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"])
+    if out is None:
+        return None
+    return [tuple(x.strip() for x in line.split(",")) for line in out.splitlines() if line.strip()]
+
+
+def doctor(root=".", compile_kernel=True):
+    """Checks this machine for grading; returns 1 when something must be fixed first."""
+    r = Report()
+    v = sys.version_info
+    if v >= (3, 10):
+        r.ok(f"python {v.major}.{v.minor}.{v.micro} ({sys.executable})")
+    else:
+        r.fail(f"python {v.major}.{v.minor}: the course needs 3.10 or newer", "install Python 3.10+ and `make setup`")
+
+    try:
+        import torch
+    except ImportError as e:
+        r.fail(f"torch cannot be imported ({e})", "`make setup` (or pip install -e . in the course folder)")
+        return 1
+    built_for = torch.version.cuda
+    r.ok(f"torch {torch.__version__}" + (f" (built for CUDA {built_for})" if built_for else " (a CPU-only build)"))
+
+    found = gpus()
+    env_cpu = os.environ.get("COURSE_CPU_MODE") == "1"
+    from course.build.toolkit import cuda_home, cuda_tool
+    from course.device import cpu_mode
+    if found is None:
+        r.fail("nvidia-smi is installed but fails: the NVIDIA driver is not loaded",
+               "load the driver (reboot after installing it), or grade in CPU mode with COURSE_CPU_MODE=1")
+    elif found:
+        for name, driver, mem in found:
+            r.ok(f"GPU {name}, driver {driver}, {mem}")
+        if not torch.cuda.is_available():
+            r.fail("torch sees no GPU although nvidia-smi lists one",
+                   f"install a torch built for CUDA that driver {found[0][1]} supports (torch.version.cuda is "
+                   f"{built_for or 'none: a CPU-only build'}); see https://pytorch.org/get-started/locally/")
+        else:
+            r.ok(f"torch sees {torch.cuda.device_count()} GPU(s), compute capability "
+                 f"{'.'.join(map(str, torch.cuda.get_device_capability()))}")
+    else:
+        r.note("no NVIDIA GPU here: the CUDA exercises run in CPU mode (g++ builds the kernels; timings are not "
+               "GPU timings); grade on a GPU host for GPU verdicts")
+    if env_cpu:
+        r.note("COURSE_CPU_MODE=1 is set: CPU mode even where there is a GPU")
+    gpu_mode = not cpu_mode()
+
+    nvcc = cuda_tool("nvcc")
+    if nvcc:
+        text = _version([nvcc, "--version"]) or ""
+        release = re.search(r"release (\d+\.\d+)", text)
+        r.ok(f"nvcc {release.group(1) if release else '?'} ({nvcc}; CUDA_HOME {cuda_home()})")
+        if release and built_for and release.group(1).split(".")[0] != built_for.split(".")[0]:
+            r.fail(f"nvcc is CUDA {release.group(1)} but torch was built for CUDA {built_for}",
+                   "install the CUDA toolkit whose major version matches torch's, and point CUDA_HOME at it")
+    elif gpu_mode:
+        r.fail("nvcc not found: the CUDA exercises cannot be compiled for the GPU",
+               f"install the CUDA toolkit {built_for or ''} (nvcc) and put its bin/ on PATH, or set CUDA_HOME")
+    else:
+        r.note("nvcc not found (not needed in CPU mode)")
+
+    sanitizer = cuda_tool("compute-sanitizer")
+    if sanitizer:
+        r.ok(f"compute-sanitizer ({sanitizer})")
+    elif gpu_mode:
+        r.fail("compute-sanitizer not found: the memory and race checks fail every student",
+               "it ships with the CUDA toolkit (bin/compute-sanitizer): install the toolkit fully, or set CUDA_HOME")
+    else:
+        r.note("compute-sanitizer not found (CPU mode's memory check does without it)")
+
+    cxx = os.environ.get("CXX") or "g++"
+    text = _version([cxx, "--version"])
+    if text:
+        r.ok(f"{cxx}: {text.splitlines()[0]}")
+    else:
+        r.fail(f"{cxx} not found: neither mode can build the C++ wrapper of a CUDA exercise",
+               "install g++ (Debian/Ubuntu: sudo apt-get install g++), or set CXX")
+
+    ninja = shutil.which("ninja") or shutil.which("ninja", path=str(Path(sys.executable).parent))
+    if ninja:
+        r.ok(f"ninja {(_version([ninja, '--version']) or '?').strip()}")
+    else:
+        r.fail("ninja not found: torch's C++ extension builds need it", f"{sys.executable} -m pip install ninja")
+
+    for module, fix in (("nbgrader", "make setup"), ("ipykernel", "make setup"), ("nbclient", "make setup")):
+        try:
+            mod = __import__(module)
+            r.ok(f"{module} {getattr(mod, '__version__', '')}")
+        except ImportError:
+            r.fail(f"{module} cannot be imported", fix)
+    try:
+        from jupyter_client.kernelspec import KernelSpecManager
+        if "python3" in KernelSpecManager().find_kernel_specs():
+            r.ok("Jupyter kernel python3")
+        else:
+            r.fail("no Jupyter kernel named python3: nbgrader cannot run notebooks",
+                   f"{sys.executable} -m ipykernel install --user --name python3")
+    except Exception as e:  # noqa: B902
+        r.fail(f"Jupyter's kernels cannot be listed ({e})", "make setup")
+
+    from course.build import build_root
+    build = build_root()
+    build.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(build).free / 2**30
+    (r.ok if free > 5 else r.fail)(f"{free:.0f} GiB free where builds are kept ({build})",
+                                   *([] if free > 5 else ["free some space, or set COURSE_BUILD_DIR to a bigger disk"]))
+
+    try:
+        from .layout import course_root
+        course = course_root(root)
+        from .seeds import load_secret
+        r.ok(f"course folder {course}" + ("" if load_secret(course) else
+                                          " (no .grading_secret yet: `course grade` creates one; keep it)"))
+    except CourseError:
+        r.note(f"{Path(root).resolve()} is not a course folder (no nbgrader_config.py): run doctor there to check it")
+
+    if compile_kernel:
+        t = time.perf_counter()
+        try:
+            proc = subprocess.run([sys.executable, "-c", _TINY_RUN, TINY], capture_output=True, text=True, timeout=900,
+                                  env=dict(os.environ, PYTHONWARNINGS="ignore"))
+            out = (proc.stdout.strip().splitlines() or [""])[-1]
+            if proc.returncode == 0:
+                r.ok(f"a tiny kernel compiled and ran: {out} ({time.perf_counter() - t:.0f} s in all)")
+            else:
+                r.fail("a tiny kernel did not compile or run:\n      " + proc.stderr.strip()[-1500:].replace("\n", "\n      "),
+                       "fix what the failures above name (nvcc, g++, CUDA_HOME); in CPU mode only g++ is needed")
+        except subprocess.TimeoutExpired:
+            r.fail("compiling and running a tiny kernel took over 15 minutes", "check the machine's load and disk")
+    print("ready to grade" if not r.failed else f"{r.failed} problem(s) to fix before grading")
+    return 1 if r.failed else 0
