@@ -1,27 +1,30 @@
 """load_cuda's CPU mode: a student's unchanged CUDA C, translated to C++ and run on the CPU.
 
 translate() rewrites the few things C++ cannot read (kernel launches, `extern __shared__`, CUDA-only
-includes, device checks), keeping every line where it was, so compiler messages name the student's
-lines. g++ compiles the result against cuda_cpu.h, which gives CUDA's built-ins CPU meanings (one
-file per build, through torch.utils.cpp_extension.load), and links it with two cached objects: the
-runtime that runs a grid (cuda_cpu_runtime.cpp, once per build folder) and the Python binding of
-cpp_src (once per cpp_src and funcs, so an edited kernel compiles only its own file).
+includes, device checks), keeping every line where it was and remembering each column's origin, so
+compiler messages name the student's lines and columns. g++ compiles the result against cuda_cpu.h,
+which gives CUDA's built-ins CPU meanings, split as the GPU build is (split.py): the kernels in a unit
+that includes cuda_cpu.h without torch (under a second with its precompiled header), the wrapper in a
+unit with torch's headers (precompiled), each launch a call of a stub in the kernels' unit. They are
+linked with two cached objects: the runtime that runs a grid (cuda_cpu_runtime.cpp) and the Python
+binding of cpp_src (once per cpp_src and funcs). So an edited kernel compiles only its own unit. A source
+the split cannot follow is translated and compiled as one file, as before.
 """
 import ctypes
 import hashlib
-import logging
 import os
 import re
 import subprocess
 import sysconfig
-import tempfile
-import warnings
+import time
 from pathlib import Path
 
 import torch
 
+from . import objects, split
 from .errors import CompileError
 from .nvcc import binding_source
+from .source import Edits, Unit, blank as _blank, close as _close, kernel_name_start as _kernel_name_start
 from .toolkit import quiet_cpp_extension
 
 HERE = Path(__file__).resolve().parent
@@ -38,78 +41,6 @@ _PROVIDED = {
 _UNAVAILABLE = re.compile(r"^(c10/cuda/|ATen/cuda/|ATen/native/cuda/|cuda/|cub/|thrust/|cooperative_groups|cuda_|"
                           r"curand|cublas|cufft|cusparse|cusolver|cudnn|nvrtc|nvToolsExt|nvtx3|mma\.h|crt/|"
                           r"sm_\d+_|texture_|surface_)")
-
-
-def _blank(src):
-    """src with comments and string and character literals blanked to spaces (newlines kept): where the code is."""
-    out = list(src)
-    i, n = 0, len(src)
-
-    def blank(a, b):
-        for k in range(a, b):
-            if out[k] != "\n":
-                out[k] = " "
-
-    while i < n:
-        c = src[i]
-        if src.startswith("//", i):
-            j = src.find("\n", i)
-            j = n if j < 0 else j
-            blank(i, j)
-            i = j
-        elif src.startswith("/*", i):
-            j = src.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            blank(i, j)
-            i = j
-        elif c == '"' and i > 0 and src[i - 1] == "R" and not (i > 1 and (src[i - 2].isalnum() or src[i - 2] == "_")
-                                                             and src[i - 2] not in "uUL8"):
-            m = re.match(r'"([^()\\\s]{0,16})\(', src[i:])
-            if not m:
-                i += 1
-                continue
-            end = src.find(")" + m.group(1) + '"', i)
-            j = n if end < 0 else end + len(m.group(1)) + 2
-            blank(i + 1, j - 1)
-            i = j
-        elif c in "\"'":
-            if c == "'":
-                j = i
-                while j > 0 and (src[j - 1].isalnum() or src[j - 1] in "_.'"):
-                    j -= 1
-                if j < i and src[j].isdigit():
-                    i += 1  # a digit separator (1'000), not a character literal
-                    continue
-            j = i + 1
-            while j < n and src[j] != c and src[j] != "\n":
-                j += 2 if src[j] == "\\" else 1
-            blank(i + 1, min(j, n))
-            i = j + 1
-        else:
-            i += 1
-    return "".join(out)
-
-
-def _kernel_name_start(code, end):
-    """Where the kernel's name ends before `<<<` at end begins: `k`, `ns::k`, `k<float, 4>`."""
-    i = end
-    while i > 0 and code[i - 1].isspace():
-        i -= 1
-    if i > 0 and code[i - 1] == ">":  # template arguments
-        depth = 0
-        while i > 0:
-            i -= 1
-            if code[i] == ">":
-                depth += 1
-            elif code[i] == "<":
-                depth -= 1
-                if depth == 0:
-                    break
-        while i > 0 and code[i - 1].isspace():
-            i -= 1
-    while i > 0 and (code[i - 1].isalnum() or code[i - 1] in "_:"):
-        i -= 1
-    return i
 
 
 def _namespace_scope(code):
@@ -134,25 +65,21 @@ def _at_namespace_scope(scopes, pos):
     return all(stack)
 
 
-def translate(cuda_src):
-    """The CUDA source as C++ for cuda_cpu.h: launches, extern __shared__, includes and device checks rewritten, lines kept."""
-    src = cuda_src
+def edits(src, launches=True):
+    """The rewrites that make CUDA source C++ for cuda_cpu.h (launches too unless launches=False), lines kept."""
     code = _blank(src)
-    edits = []  # (start, end, replacement), replacement keeps the newlines of src[start:end]
-
-    def keep_lines(start, end, text):
-        return text + "\n" * (src.count("\n", start, end) - text.count("\n"))
+    out = Edits(src)
 
     # Includes of CUDA-only headers.
     for m in re.finditer(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"][^\n]*', code, re.M):
         name = src[m.start(1):m.end(1)].strip()  # from src: `code` has blanked "quoted" names
         if name in _PROVIDED:
-            edits.append((m.start(), m.end(), f"/* {name}: given by cuda_cpu.h in CPU mode */"))
+            out.replace(m.start(), m.end(), f"/* {name}: given by cuda_cpu.h in CPU mode */")
         elif _UNAVAILABLE.match(name):
-            edits.append((m.start(), m.end(), f'#error "{name} is not available in CPU mode: it needs a GPU"'))
+            out.replace(m.start(), m.end(), f'#error "{name} is not available in CPU mode: it needs a GPU"')
 
     # Launches: k<<<grid, block, shmem, stream>>>(args) -> ::cuda_cpu::make_launch("k", [&](...) {...}, grid, ...)(args)
-    for m in re.finditer(r"<<<", code):
+    for m in re.finditer(r"<<<", code) if launches else ():
         close = code.find(">>>", m.end())
         if close < 0:
             continue
@@ -165,10 +92,9 @@ def translate(cuda_src):
         name = re.sub(r"\s+", "", src[start:m.start()])
         if not name or not (name[0].isalpha() or name[0] in "_:"):
             continue
-        config = src[m.end():close]
-        text = (f'::cuda_cpu::make_launch("{name}", [&](auto&&... cuda_cpu_args_) {{ {name}(cuda_cpu_args_...); }}, '
-                f"{config})")
-        edits.append((start, close + 3, keep_lines(start, close + 3, text)))
+        out.replace(start, close + 3,
+                    f'::cuda_cpu::make_launch("{name}", [&](auto&&... cuda_cpu_args_) {{ {name}(cuda_cpu_args_...); }}, ',
+                    (m.end(), close), ")")
 
     # extern __shared__ T s[];  -> a pointer to the launch's dynamic shared memory.
     scopes = None
@@ -183,7 +109,7 @@ def translate(cuda_src):
             text = f"static ::cuda_cpu::DynamicShared<{ctype}> {var};"
         else:
             text = f"{ctype}* {var} = ({ctype}*)::cuda_cpu::detail::dynamic_smem;"
-        edits.append((m.start(), m.end(), keep_lines(m.start(), m.end(), text)))
+        out.replace(m.start(), m.end(), text)
 
     # Each __shared__ array a function declares is marked, so a launch knows whether its kernel wrote
     # shared memory (the tiled exercises' check asks). The call goes after the ';', on the same line.
@@ -205,48 +131,30 @@ def translate(cuda_src):
         names = [n.group(1) for n in (re.search(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*(?:=.*)?$", p.strip())
                                       for p in parts) if n]
         marks = "".join(f" ::cuda_cpu::detail::shared_mark(&{n}, sizeof({n}));" for n in names)
-        edits.append((m.end(), m.end(), marks))
+        out.replace(m.end(), m.end(), marks)
 
     # `static __shared__` would be `static static`.
     for m in re.finditer(r"\bstatic\s+(?=(?:(?:volatile|const)\s+)*__shared__\b)|(?<=__shared__)\s+static\b", code):
-        edits.append((m.start(), m.end(), keep_lines(m.start(), m.end(), " ")))
+        out.replace(m.start(), m.end(), " ")
 
     # Device checks: a tensor on the CPU is what CPU mode expects.
     for m in re.finditer(r"\bis_cuda\s*\(\s*\)", code):
-        edits.append((m.start(), m.end(), "is_cpu()"))
+        out.replace(m.start(), m.end(), "is_cpu()")
     for m in re.finditer(r"\bkCUDA\b", code):
-        edits.append((m.start(), m.end(), "kCPU"))
+        out.replace(m.start(), m.end(), "kCPU")
+    for m in re.finditer(re.escape("must be a CUDA tensor"), src):
+        out.replace(m.start(), m.end(), "must be a CPU tensor (CPU mode: no GPU here)")
+    return out
 
-    edits.sort()
-    out, at = [], 0
-    for start, end, text in edits:
-        if start < at:  # overlapping rewrites: keep the first
-            continue
-        out.append(src[at:start])
-        out.append(text)
-        at = end
-    out.append(src[at:])
-    text = "".join(out)
-    text = text.replace("must be a CUDA tensor", "must be a CPU tensor (CPU mode: no GPU here)")
-    return text
+
+def translate(cuda_src):
+    """The CUDA source as C++ for cuda_cpu.h: launches, extern __shared__, includes and device checks rewritten, lines kept."""
+    return edits(cuda_src).apply()
 
 
 _NOT_CALLS = {"if", "for", "while", "switch", "return", "sizeof", "alignof", "decltype", "static_cast",
               "reinterpret_cast", "const_cast", "dynamic_cast", "catch", "defined", "__attribute__",
               "__launch_bounds__", "__align__", "__builtin_align__", "noexcept", "throw", "new", "delete"}
-
-
-def _close(code, i, pair):
-    """The index just past the bracket matching code[i]."""
-    depth = 0
-    for j in range(i, len(code)):
-        if code[j] == pair[0]:
-            depth += 1
-        elif code[j] == pair[1]:
-            depth -= 1
-            if depth == 0:
-                return j + 1
-    return len(code)
 
 
 def _functions(code):
@@ -297,13 +205,14 @@ def host_calls_from_device(cuda_src):
 
 
 def kernel_file(cuda_src):
-    """The C++ file CPU mode compiles for cuda_src: the header, then the translated source under `#line 1 "cuda_src"`."""
-    return f'#include "cuda_cpu.h"\n#line 1 "cuda_src"\n{translate(cuda_src)}\n'
+    """The C++ file CPU mode compiles for cuda_src as one unit: the header, then the translated source."""
+    return single_unit(*split.parts(cuda_src))[0].source()
 
 
 # -O1 runs the grayscale kernel on 6 million pixels in about 20 ms (-O0: 400 ms) for about a second more
 # compile time than -O0; -O2 adds another two seconds and runs it no faster. opt=True asks for -O2.
 # (`#pragma GCC optimize` in the kernel file alone was tried: it compiles slower and optimizes nothing.)
+# The wrapper's unit (the split build) is always -O1, so one precompiled header serves both.
 FLAGS, OPT_FLAGS = ["-O1"], ["-O2"]
 
 
@@ -313,7 +222,7 @@ def _compiler():
 
 def _base_flags():
     cpp_extension = quiet_cpp_extension()
-    flags = ["-fPIC", "-std=c++20", "-DTORCH_API_INCLUDE_EXTENSION_H", f"-I{HERE}"]
+    flags = ["-fPIC", "-std=c++20", "-fdiagnostics-column-unit=byte", "-DTORCH_API_INCLUDE_EXTENSION_H", f"-I{HERE}"]
     for inc in cpp_extension.include_paths("cpu") + [sysconfig.get_path("include", scheme="posix_prefix")]:
         flags += ["-isystem", inc]
     if not torch._C._GLIBCXX_USE_CXX11_ABI:
@@ -321,96 +230,132 @@ def _base_flags():
     return flags
 
 
+def _course_files():
+    return "\0".join(p.read_text() for p in (Path(__file__), HEADER, RUNTIME, HERE / "split.py", HERE / "objects.py",
+                                             HERE / "source.py"))
+
+
 def signature():
-    """A hash of what every CPU-mode build depends on besides the student's source: this file, header, runtime, compiler, torch."""
+    """A hash of what every CPU-mode build depends on besides the student's source: the course's build files, compiler, torch."""
     try:
         version = subprocess.run([_compiler(), "--version"], capture_output=True, text=True).stdout
     except OSError:
         version = ""
-    key = "\0".join([torch.__version__, version, Path(__file__).read_text(), HEADER.read_text(),
-                     RUNTIME.read_text()])
+    key = "\0".join([torch.__version__, version, _course_files()])
     return hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
-# The binding file is compiled as a module named cuda_cpu_binding; each module's PyInit_<name> (in its
-# kernel file) hands over to it. So the binding object depends only on cpp_src and funcs, and is reused
-# by every build with the same ones: a student's next edit, or the next student's submission.
+# The binding file is compiled as a module named cuda_cpu_binding, and each module's PyInit_<name> is that
+# module's PyInit_cuda_cpu_binding (objects.link). So the binding object depends only on cpp_src and funcs,
+# and is reused by every build with the same ones: a student's next edit, or the next student's submission.
 _BINDING_NAME = "cuda_cpu_binding"
+KERNEL_HEADER, HOST_HEADER = "course_cpu_kernel.h", "course_cpu_host.h"
 
 
-def _objects(build_root, main_cpp):
-    """The runtime and binding objects, compiled (at the same time) where not yet cached; returns their paths."""
-    cache = Path(build_root) / f"cuda_cpu_objects_{signature()}"
-    cache.mkdir(parents=True, exist_ok=True)
-    runtime = cache / "cuda_cpu_runtime.o"
-    binding = cache / f"binding_{hashlib.sha256(main_cpp.encode()).hexdigest()[:16]}.o"
+def single_unit(begin, body):
+    """(Unit, locate) of the whole source as one C++ file: cuda_cpu.h, cuda_begin, the student's text (line 1 is theirs)."""
+    unit = Unit()
+    unit.text('#include "cuda_cpu.h"\n')
+    if begin:
+        unit.line(1, "cuda_begin")
+        unit.text(translate(begin))
+    unit.line(1, "cuda_src")
+    edits(body).emit(unit, 0, len(body))
+    unit.text("\n")
+    return unit, {"cuda_src": unit.locator("cuda_src", body)}
+
+
+def _library_jobs(cpp_src, funcs):
+    """The binding of cpp_src and the runtime that runs grids: cached objects every build links."""
+    base = [_compiler(), *_base_flags()]
+    binding = objects.Job("binding (g++)", [*base, "-O0", f"-DTORCH_EXTENSION_NAME={_BINDING_NAME}"],
+                          binding_source(cpp_src, funcs), ".cpp", depends=torch.__version__)
+    binding.locate = {}
+    runtime = objects.Job("runtime (g++)", [*base, "-O2", "-fvisibility=hidden"], RUNTIME.read_text(), ".cpp",
+                          depends=HEADER.read_text() + torch.__version__)
+    runtime.text = f'#line 1 "{RUNTIME}"\n' + runtime.text
+    return [binding, runtime]
+
+
+def plan_jobs(root, cuda_src, cpp_src, funcs, opt, one_unit=None):
+    """The compile jobs of a CPU-mode build: (jobs, how) with how "split" or "one unit: <why>"."""
+    begin, body = split.parts(cuda_src)
+    base = [_compiler(), *_base_flags()]
+    kernel_flags = [*base, *(OPT_FLAGS if opt else FLAGS)]
+    try:
+        if one_unit:
+            raise split.Unsplittable(one_unit)
+        plan = split.analyse(cuda_src)
+    except split.Unsplittable as e:
+        unit, locate = single_unit(begin, body)
+        job = objects.Job("kernel+wrapper (g++)", kernel_flags, unit.source(), ".cpp", depends=HEADER.read_text() + torch.__version__)
+        job.locate = locate
+        return [job, *_library_jobs(cpp_src, funcs)], f"one unit: {e}", None
+    more = edits(body, launches=False)
+    for start, end, pieces in more.edits:
+        plan.host_edits.replace(start, end, *pieces)
+        plan.device_edits.replace(start, end, *pieces)
+    launch_decls = split.LAUNCH_DECLS
+    kernel_header = f'#define CUDA_CPU_NO_TORCH\n#include "cuda_cpu.h"\n{translate(split.light_begin(begin))}\n{launch_decls}'
+    host_header = f'#include "cuda_cpu.h"\n{translate(begin)}\n{launch_decls}'
+    headers = HEADER.read_text() + torch.__version__
+    host_flags = [*base, "-O1"]
+    kdir = objects.precompiled(root, KERNEL_HEADER, kernel_header, kernel_flags, headers)
+    hdir = objects.precompiled(root, HOST_HEADER, host_header, host_flags, headers)
+    device = split.write_unit(plan, "device", f'#include "{KERNEL_HEADER}"\n', split.cpu_launch)
+    host = split.write_unit(plan, "host", f'#include "{HOST_HEADER}"\n')
     jobs = []
-    if not runtime.exists():
-        jobs.append((runtime, str(RUNTIME), ["-O2", "-fvisibility=hidden"]))
-    if not binding.exists():
-        source = binding.with_suffix(".cpp")
-        if not source.exists() or source.read_text() != main_cpp:
-            source.write_text(main_cpp)
-        jobs.append((binding, str(source), ["-O0", f"-DTORCH_EXTENSION_NAME={_BINDING_NAME}"]))
-    running = []
-    for obj, source, flags in jobs:
-        fd, tmp = tempfile.mkstemp(suffix=".o", dir=cache)
-        os.close(fd)
-        cmd = [_compiler(), *_base_flags(), *flags, "-c", source, "-o", tmp]
-        try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        except OSError as e:
-            os.unlink(tmp)
-            raise CompileError(f"CPU mode needs a C++ compiler (g++), and `{cmd[0]}` could not be run: {e}. "
-                               "Install g++, or set CXX to your C++ compiler.") from None
-        running.append((obj, tmp, cmd, proc))
-    failures = []
-    for obj, tmp, cmd, proc in running:
-        output, _ = proc.communicate()
-        if proc.returncode == 0:
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, obj)  # atomic: a process building at the same time finds a whole file or none
-        else:
-            os.unlink(tmp)
-            failures.append((obj, cmd, output))
-    for obj, cmd, output in failures:
-        if obj == runtime:
-            raise CompileError("CPU mode could not compile its runtime (course/build/cuda_cpu_runtime.cpp); this is "
-                               "the course's code, not yours:\n" + " ".join(cmd) + "\n" + output)
-        raise RuntimeError(f"Error building the binding of cpp_src:\n{output}")  # load_cuda reads the errors
-    return runtime, binding
+    for label, unit, flags, folder, header, which in (
+            ("kernel (g++)", device, kernel_flags, kdir, kernel_header, "device"),
+            ("wrapper (g++)", host, host_flags, hdir, host_header, "host")):
+        text = unit.source()
+        job = objects.Job(label, [*flags, f"-I{folder}"], text, ".cpp",
+                          key_text=None if plan.exact_lines[which] else split.without_lines(text),
+                          depends=header + headers)
+        job.locate = {"cuda_src": unit.locator("cuda_src", body)}
+        job.pch = objects.pch_ready(folder, KERNEL_HEADER if which == "device" else HOST_HEADER)
+        jobs.append(job)
+    return [*jobs, *_library_jobs(cpp_src, funcs)], "split", plan
 
 
 def build(name, build_dir, cuda_src, cpp_src, funcs, flags, verbose=False):
-    """Compiles a CPU-mode module: the translated cuda_src with g++, linked with the binding of cpp_src and the runtime."""
-    cpp_extension = quiet_cpp_extension()
-    opt = bool(flags)
-    rejected = host_calls_from_device(cuda_src)
+    """Compiles a CPU-mode module: cuda_src's units with g++ (translated), linked with the binding of cpp_src and the runtime.
+
+    Returns (module, report): report holds how it was built and the seconds of each step.
+    """
+    begin, body = split.parts(cuda_src)
+    rejected = host_calls_from_device(body)
     if rejected:  # g++ would build it; nvcc would not: a source must not work in one mode only
-        raise RuntimeError("\n".join(rejected))  # load_cuda shows them as compiler errors
-    runtime, binding = _objects(build_dir.parent, binding_source(cpp_src, funcs))
-    kernel = build_dir / "kernel.cpp"
-    text = (kernel_file(cuda_src) + f'#line 1 "{_BINDING_NAME}"\n'
-            f'extern "C" struct _object* PyInit_{_BINDING_NAME}();\n'
-            f'extern "C" __attribute__((visibility("default"))) struct _object* PyInit_{name}() '
-            f'{{ return PyInit_{_BINDING_NAME}(); }}\n')
-    if not kernel.exists() or kernel.read_text() != text:
-        kernel.write_text(text)
-    log = logging.getLogger("torch.utils.cpp_extension")
-    level = log.level
-    if not verbose:
-        log.setLevel(logging.ERROR)
+        raise objects.BuildFailed([objects.Job("kernel (g++)", [_compiler()], "", ".cpp", output="\n".join(rejected))])
+    root = build_dir.parent
+    t = time.perf_counter()
+    jobs, how, plan = plan_jobs(root, cuda_src, cpp_src, funcs, bool(flags))
+    planned = time.perf_counter() - t
     try:
-        with warnings.catch_warnings():
-            if not verbose:
-                warnings.simplefilter("ignore")
-            # -Bsymbolic: PyInit_cuda_cpu_binding is in every CPU-mode module; each calls its own.
-            return cpp_extension.load(name=name, sources=[str(kernel)], extra_cflags=OPT_FLAGS if opt else FLAGS,
-                                      extra_include_paths=[str(HERE)],
-                                      extra_ldflags=[str(binding), str(runtime), "-Wl,-Bsymbolic"],
-                                      build_directory=str(build_dir), with_cuda=False, verbose=verbose)
+        try:
+            objects.compile_all(root, jobs, verbose)
+        except objects.BuildFailed as e:
+            missing = plan and split.needs_torch_headers(plan, e.jobs)
+            if not missing:
+                raise
+            # the kernels used what torch's headers declared for them before the split: as one unit, as before
+            jobs, how, _ = plan_jobs(root, cuda_src, cpp_src, funcs, bool(flags),
+                                     one_unit=f"the kernels use {missing}, which torch's headers declare")
+            objects.compile_all(root, jobs, verbose)
     finally:
-        log.setLevel(level)
+        objects.start_pch()
+    compiled = objects.last_cpu_seconds
+    cpp_extension = quiet_cpp_extension()
+    ldflags = [f"-L{lib}" for lib in cpp_extension.library_paths("cpu")] + ["-lc10", "-ltorch_cpu", "-ltorch",
+                                                                           "-ltorch_python"]
+    path = build_dir / f"{name}.so"
+    linked = objects.link([j.obj for j in jobs], path, ldflags, name, _BINDING_NAME, fast=True)
+    t = time.perf_counter()
+    module = objects.import_module(name, path)
+    report = {"how": how, "steps": {"analyse": planned, **{
+        j.label + (" [cached]" if j.cached else " [with PCH]" if getattr(j, "pch", False) else ""): j.seconds
+        for j in jobs}, "link": linked, "import": time.perf_counter() - t}, "compile_cpu_seconds": compiled}
+    return module, report
 
 
 def launch_count(module):

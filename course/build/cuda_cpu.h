@@ -14,7 +14,11 @@
 // declared with __attribute__((error)), so using it fails to compile, saying "not available in CPU mode".
 #pragma once
 
-#include <ATen/core/Tensor.h>  // before the macros below: torch's headers never see them
+// before the macros below: torch's headers never see them. The split build's kernel unit (course/build/split.py)
+// defines CUDA_CPU_NO_TORCH: it holds only kernels and what they use, and compiles in a fraction of the time.
+#ifndef CUDA_CPU_NO_TORCH
+#include <ATen/core/Tensor.h>
+#endif
 
 #include <algorithm>
 #include <chrono>

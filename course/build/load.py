@@ -2,21 +2,25 @@
 import hashlib
 import importlib.util
 import sys
+import time
 import warnings
 from pathlib import Path
 
 import torch
 
 from ..device import cpu_mode
-from .errors import CompileError, compiler_errors, undefined_symbol
+from . import objects, split
+from .errors import CompileError, compiler_errors, student_terms, undefined_symbol
 from .toolkit import build_root
 
 # Bump when the files load_cuda writes change, so old builds are not reused.
-_LAYOUT = "3"
+_LAYOUT = "4"
 
 _loaded = {}   # module name -> module, for this process
 _sources = {}  # module name -> (cuda_src, cpp_src, funcs) it was built from
+_reports = {}  # module name -> how it was built and the seconds of each step
 _cpu_sig = None
+_gpu_sig = None
 
 
 def _funcs(funcs):
@@ -39,6 +43,17 @@ def _cpu_signature():
     return _cpu_sig
 
 
+def _gpu_signature():
+    global _gpu_sig
+    if _gpu_sig is None:
+        from . import nvcc
+        try:
+            _gpu_sig = nvcc.signature()
+        except CompileError:  # no nvcc: load_cuda says so when it builds
+            return ""
+    return _gpu_sig
+
+
 def build_name(cuda_src, cpp_src, funcs, opt=False, cpu=None):
     """The module name load_cuda gives these sources: the first function's name and a hash of everything built."""
     funcs = _funcs(funcs)
@@ -46,7 +61,22 @@ def build_name(cuda_src, cpp_src, funcs, opt=False, cpu=None):
     parts = [_LAYOUT, torch.__version__, cuda_src, cpp_src, *funcs, *(["-O2"] if opt else [])]
     if cpu:  # CPU mode: the same source, built by g++ to run on the CPU (course/build/cpu.py)
         parts += ["cpu", _cpu_signature()]
+    else:
+        parts += ["gpu", _gpu_signature()]
     return f"{funcs[0]}_{hashlib.sha256(chr(0).join(parts).encode()).hexdigest()[:12]}"
+
+
+def _explain(failed, cuda_src, cpp_src):
+    """The CompileError for jobs that did not compile: each compiler's errors on the student's lines."""
+    body = split.parts(cuda_src)[1]
+    texts = []
+    for job in failed.jobs:
+        if job.label.startswith("runtime"):
+            raise CompileError("CPU mode could not compile its runtime (course/build/cuda_cpu_runtime.cpp); this is "
+                               "the course's code, not yours:\n" + job.output[-3000:])
+        found = compiler_errors(job.output, (body, cpp_src), job.locate)
+        texts.append(found if found else student_terms(job.output.strip()[-3000:]))
+    return CompileError("the compiler found errors in your source:\n" + "\n".join(texts))
 
 
 def load_cuda(cuda_src, cpp_src, funcs, opt=False, verbose=False):
@@ -60,22 +90,23 @@ def load_cuda(cuda_src, cpp_src, funcs, opt=False, verbose=False):
         return _loaded[name]
     build_dir = build_root() / name
     build_dir.mkdir(parents=True, exist_ok=True)
+    path = build_dir / f"{name}.so"
     with warnings.catch_warnings():
         if not verbose:
             warnings.simplefilter("ignore")
         try:
-            if cpu:
-                from . import cpu as back_end
+            if path.exists():  # built before, by this process or another: the name says what it is made of
+                t = time.perf_counter()
+                module = objects.import_module(name, path)
+                report = {"how": "loaded", "steps": {"import": time.perf_counter() - t}}
             else:
-                from . import nvcc as back_end
-            module = back_end.build(name, build_dir, cuda_src, cpp_src, funcs, ["-O2"] if opt else [], verbose)
-        except CompileError:
-            raise
-        except RuntimeError as e:
-            errors = compiler_errors(str(e), (cuda_src, cpp_src))
-            if errors is None:
-                raise
-            raise CompileError(f"the compiler found errors in your source:\n{errors}") from None
+                if cpu:
+                    from . import cpu as back_end
+                else:
+                    from . import nvcc as back_end
+                module, report = back_end.build(name, build_dir, cuda_src, cpp_src, funcs, ["-O2"] if opt else [], verbose)
+        except objects.BuildFailed as e:
+            raise _explain(e, cuda_src, cpp_src) from None
         except ImportError as e:
             symbol = undefined_symbol(str(e))
             if symbol is None:
@@ -84,7 +115,13 @@ def load_cuda(cuda_src, cpp_src, funcs, opt=False, verbose=False):
                                "exact name and argument types; make the two signatures match") from None
     _loaded[name] = module
     _sources[name] = (cuda_src, cpp_src, funcs)
+    _reports[name] = report
     return module
+
+
+def build_report(module):
+    """How load_cuda built module in this process ("split", "one unit: <why>" or "loaded") and each step's seconds."""
+    return _reports.get(getattr(module, "__name__", module))
 
 
 def sources_of(module):

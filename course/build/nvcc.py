@@ -1,36 +1,144 @@
-"""load_cuda's GPU back end: the student's strings as a .cu for nvcc and a binding .cpp, built by torch's cpp_extension."""
+"""load_cuda's GPU back end: the student's cuda_src split into a CUDA unit without torch (nvcc) and a C++ wrapper unit
+(g++ with a precompiled header), linked with the binding of cpp_src; a source that cannot be split is one .cu as before.
+
+A cold build compiles the three at once: on the course's H200 host nvcc takes about a second for the kernels,
+g++ a few for the wrapper (torch's headers) and the binding. An edited kernel compiles only the CUDA unit and
+links; an edited wrapper only the wrapper's unit, with the precompiled header built (in the background) after
+the first build. The binding is cached by cpp_src and funcs.
+"""
+import os
+import sysconfig
+import time
+
+import torch
+
+from . import objects, split
+from .source import Unit
 from .toolkit import set_build_env
 
-# What main.cpp needs to bind at::Tensor functions for Python, without all of torch/extension.h.
+# What the binding needs to bind at::Tensor functions for Python, without all of torch/extension.h.
 _BINDING_HEADERS = r'''
 #include <torch/csrc/utils/pybind.h>
 #include <torch/csrc/Exceptions.h>
 #include <ATen/core/Tensor.h>
 namespace torch { using namespace at; }
 '''
+_BINDING_NAME = "course_binding"
+HOST_HEADER = "course_host.h"
 
 
 def binding_source(cpp_src, funcs):
-    """main.cpp: cpp_src's declarations and the Python binding of funcs; #line keeps messages in cpp_src's lines."""
+    """The binding: cpp_src's declarations and the Python binding of funcs; #line keeps messages in cpp_src's lines."""
     bindings = "\n".join(f'  m.def("{f}", torch::wrap_pybind_function({f}), "{f}");' for f in funcs)
     return (f"{_BINDING_HEADERS}\n#line 1 \"cpp_src\"\n{cpp_src}\n"
             f"#line 1 \"funcs\"\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{\n{bindings}\n}}\n")
 
 
-def _write(path, text):
-    if not path.exists() or path.read_text() != text:
-        path.write_text(text)
+def _host_flags(cpp_extension):
+    """g++'s flags for the wrapper and the binding: torch's and CUDA's headers, C++20 as torch needs."""
+    flags = ["-fPIC", "-std=c++20", "-fdiagnostics-column-unit=byte", "-DTORCH_API_INCLUDE_EXTENSION_H"]
+    for inc in cpp_extension.include_paths("cpu") + [os.path.join(cpp_extension.CUDA_HOME, "include"),
+                                                     sysconfig.get_path("include", scheme="posix_prefix")]:
+        flags += ["-isystem", inc]
+    if not torch._C._GLIBCXX_USE_CXX11_ABI:
+        flags.append("-D_GLIBCXX_USE_CXX11_ABI=0")
+    return flags
+
+
+def _nvcc_flags(cpp_extension, flags):
+    """nvcc's flags as torch's cpp_extension gives them (so kernels compile exactly as before), plus ours."""
+    arch = cpp_extension._get_cuda_arch_flags([])
+    out = [os.path.join(cpp_extension.CUDA_HOME, "bin", "nvcc"), *cpp_extension.COMMON_NVCC_FLAGS, *arch,
+           "--compiler-options", "-fPIC", *flags, "-std=c++20"]
+    if os.environ.get("CC"):
+        out[1:1] = ["-ccbin", os.environ["CC"]]
+    return out
+
+
+def signature():
+    """What a GPU build depends on besides the sources: nvcc, the architectures, the course's build files."""
+    cpp_extension = set_build_env()
+    here = os.path.dirname(__file__)
+    files = "".join(open(os.path.join(here, f)).read() for f in ("nvcc.py", "split.py", "objects.py", "source.py"))
+    return objects.digest(objects.compiler_version(_nvcc_flags(cpp_extension, [])[0]),
+                          os.environ.get("TORCH_CUDA_ARCH_LIST", ""), files)[:12]
+
+
+def plan_jobs(root, cuda_src, cpp_src, funcs, flags, one_unit=None):
+    """The compile jobs of a GPU build: (jobs, how) with how "split" or "one unit: <why>"."""
+    cpp_extension = set_build_env()
+    cxx = os.environ.get("CXX") or "c++"
+    host_flags = [cxx, *_host_flags(cpp_extension)]
+    nvcc = _nvcc_flags(cpp_extension, flags)
+    binding = objects.Job("binding (g++)", [*host_flags, f"-DTORCH_EXTENSION_NAME={_BINDING_NAME}"],
+                          binding_source(cpp_src, funcs), ".cpp", depends=torch.__version__)
+    begin, body = split.parts(cuda_src)
+    try:
+        if one_unit:
+            raise split.Unsplittable(one_unit)
+        plan = split.analyse(cuda_src)
+    except split.Unsplittable as e:
+        unit = Unit()
+        if begin:
+            unit.line(1, "cuda_begin")
+            unit.text(begin)
+        unit.line(1, "cuda_src")
+        unit.copy(body, 0, len(body))
+        unit.text("\n")
+        includes = []
+        for inc in cpp_extension.include_paths("cuda") + [sysconfig.get_path("include", scheme="posix_prefix")]:
+            includes += ["-isystem", inc]
+        job = objects.Job("kernel+wrapper (nvcc)", [*nvcc, "-DTORCH_API_INCLUDE_EXTENSION_H", *includes],
+                          unit.source(), ".cu", depends=torch.__version__)
+        job.locate = {"cuda_src": unit.locator("cuda_src", body)}
+        return [job, binding], f"one unit: {e}", None
+    host_header = f"{begin}\n#include <cuda_runtime.h>\n{split.HOST_SYMBOL_API}{split.LAUNCH_DECLS}"
+    hdir = objects.precompiled(root, HOST_HEADER, host_header, host_flags, torch.__version__)
+    device = split.write_unit(plan, "device", f"#include <cuda_runtime.h>\n{split.light_begin(begin)}\n{split.LAUNCH_DECLS}",
+                              split.gpu_launch)
+    host = split.write_unit(plan, "host", f'#include "{HOST_HEADER}"\n')
+    jobs = []
+    for label, unit, command, which, depends in (
+            ("kernel (nvcc)", device, nvcc, "device", ""),
+            ("wrapper (g++)", host, [*host_flags, f"-I{hdir}"], "host", host_header + torch.__version__)):
+        text = unit.source()
+        job = objects.Job(label, command, text, ".cu" if which == "device" else ".cpp",
+                          key_text=None if plan.exact_lines[which] else split.without_lines(text), depends=depends)
+        job.locate = {"cuda_src": unit.locator("cuda_src", body)}
+        job.pch = which == "host" and objects.pch_ready(hdir, HOST_HEADER)
+        jobs.append(job)
+    return [*jobs, binding], "split", plan
 
 
 def build(name, build_dir, cuda_src, cpp_src, funcs, flags, verbose):
-    """Compiles the module with nvcc and the host compiler into build_dir; returns it imported."""
+    """Compiles the module into build_dir; returns (module, report): how it was built and each step's seconds."""
     cpp_extension = set_build_env()
-    for label in ("cuda_src", "cpp_src", "funcs"):
-        # nvcc lists #line names as dependencies; ninja would rebuild each time if they were missing.
-        if not (build_dir / label).exists():
-            (build_dir / label).touch()
-    files = {"main.cpp": binding_source(cpp_src, funcs), "kernel.cu": f"#line 1 \"cuda_src\"\n{cuda_src}\n"}
-    for fname, text in files.items():
-        _write(build_dir / fname, text)
-    return cpp_extension.load(name=name, sources=[str(build_dir / f) for f in files], extra_cuda_cflags=flags,
-                              build_directory=str(build_dir), verbose=verbose)
+    root = build_dir.parent
+    t = time.perf_counter()
+    jobs, how, plan = plan_jobs(root, cuda_src, cpp_src, funcs, flags)
+    planned = time.perf_counter() - t
+    try:
+        try:
+            objects.compile_all(root, jobs, verbose)
+        except objects.BuildFailed as e:
+            missing = plan and split.needs_torch_headers(plan, e.jobs)
+            if not missing:
+                raise
+            # the kernels used what torch's headers declared for them before the split: as one unit, as before
+            jobs, how, _ = plan_jobs(root, cuda_src, cpp_src, funcs, flags,
+                                     one_unit=f"the kernels use {missing}, which torch's headers declare")
+            objects.compile_all(root, jobs, verbose)
+    finally:
+        objects.start_pch()
+    compiled = objects.last_cpu_seconds
+    ldflags = ([f"-L{lib}" for lib in cpp_extension.library_paths("cuda")] +
+               ["-lc10", "-lc10_cuda", "-ltorch_cpu", "-ltorch_cuda", "-ltorch", "-ltorch_python",
+                f"-L{os.path.join(cpp_extension.CUDA_HOME, 'lib64')}", "-lcudart"])
+    path = build_dir / f"{name}.so"
+    linked = objects.link([j.obj for j in jobs], path, ldflags, name, _BINDING_NAME)
+    t = time.perf_counter()
+    module = objects.import_module(name, path)
+    report = {"how": how, "steps": {"analyse": planned, **{
+        j.label + (" [cached]" if j.cached else " [with PCH]" if getattr(j, "pch", False) else ""): j.seconds
+        for j in jobs}, "link": linked, "import": time.perf_counter() - t}, "compile_cpu_seconds": compiled}
+    return module, report

@@ -1,0 +1,276 @@
+"""The compile steps of load_cuda's builds: object files cached by what they are made of, precompiled headers
+built in the background, the link and the import.
+
+Every object file is named after a hash of its compiler, flags and source text, and kept in
+<build root>/objects: a unit that did not change is not compiled again, whichever module it goes into (a
+student's next edit, the next student's submission with the same wrapper). Objects are written under a
+temporary name and renamed, so builds running at the same time (threads, processes) find a whole file
+or none.
+"""
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_versions = {}
+
+
+def compiler_version(compiler):
+    """The first line `compiler --version` prints (part of every cache key), once per process."""
+    if compiler not in _versions:
+        try:
+            out = subprocess.run([compiler, "--version"], capture_output=True, text=True).stdout
+        except OSError:
+            out = ""
+        _versions[compiler] = " ".join(out.split("\n")[:4])
+    return _versions[compiler]
+
+
+def digest(*parts):
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+@dataclass
+class Job:
+    """One object file to compile: `label` names it in timings and messages."""
+    label: str
+    command: list          # compiler and flags, without the source and -c/-o
+    text: str              # the source
+    suffix: str            # ".cu" or ".cpp"
+    key_text: str = None   # what the cache key hashes instead of text (line numbers left out)
+    depends: str = ""      # what else the object depends on: included headers' text
+    locate: dict = field(default_factory=dict)  # file label -> locate(line, col) for compiler messages
+    obj: Path = None
+    seconds: float = 0.0
+    cached: bool = False
+    output: str = ""
+
+
+def object_path(root, job):
+    key = digest(compiler_version(job.command[0]), *job.command, job.key_text if job.key_text is not None else job.text,
+                 job.depends)
+    stem = re.sub(r"\W+", "_", job.label.split()[0])
+    return Path(root) / "objects" / f"{stem}-{key[:24]}.o"
+
+
+def _write(path, text):
+    """Writes text to path unless it holds it already (atomically)."""
+    path = Path(path)
+    if path.exists() and path.read_text() == text:
+        return
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
+class BuildFailed(Exception):
+    """Some jobs did not compile: .jobs holds them, each with the compiler's output."""
+
+    def __init__(self, jobs):
+        super().__init__("\n".join(j.output for j in jobs))
+        self.jobs = jobs
+
+
+def compile_all(root, jobs, verbose=False, env=None):
+    """Compiles the jobs whose object is not cached yet, all at once; sets each job's obj, seconds and cached."""
+    folder = Path(root) / "objects"
+    folder.mkdir(parents=True, exist_ok=True)
+    running = []
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    for job in jobs:
+        job.obj = object_path(root, job)
+        if job.obj.exists():
+            job.cached = True
+            continue
+        source = job.obj.with_suffix(job.suffix)
+        _write(source, job.text)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=job.obj.stem + ".", suffix=".o.tmp")
+        os.close(fd)
+        cmd = [*job.command, "-c", str(source), "-o", tmp]
+        if verbose:
+            print(" ".join(cmd), flush=True)
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=folder,
+                                    env=env)
+        except OSError as e:
+            os.unlink(tmp)
+            for _, t, p, _ in running:
+                p.kill()
+            raise BuildFailed([_failed(job, f"{cmd[0]} could not be run: {e}")]) from None
+        running.append((job, tmp, proc, time.perf_counter()))
+    failed = []
+    for job, tmp, proc, started in running:
+        job.output, _ = proc.communicate()
+        job.seconds = time.perf_counter() - started
+        if proc.returncode == 0:
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, job.obj)
+        else:
+            os.unlink(tmp)
+            failed.append(job)
+        if verbose and job.output:
+            print(job.output, flush=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    global last_cpu_seconds
+    last_cpu_seconds = (after.ru_utime - usage.ru_utime) + (after.ru_stime - usage.ru_stime)
+    if failed:
+        raise BuildFailed(failed)
+    return jobs
+
+
+last_cpu_seconds = 0.0  # the processor time the last compile_all's compilers used (all of them, in this process)
+
+
+def _failed(job, output):
+    job.output = output
+    return job
+
+
+def gold():
+    """True where the gold linker is installed: it links a module against torch's libraries 2-3 times faster
+    (CPU mode uses it; COURSE_LINKER=bfd turns it off)."""
+    return os.environ.get("COURSE_LINKER", "gold") == "gold" and shutil.which("ld.gold") is not None
+
+
+def link(objects, path, ldflags, name, binding, fast=False):
+    """Links objects into the module file path; PyInit_<name> is the binding's PyInit_<binding> under the module's name.
+
+    fast: with the gold linker where there is one."""
+    compiler = os.environ.get("CXX") or "c++"
+    fd, tmp = tempfile.mkstemp(dir=Path(path).parent, prefix=Path(path).name + ".", suffix=".tmp")
+    os.close(fd)
+    cmd = [compiler, *(["-fuse-ld=gold"] if fast and gold() else []), *map(str, objects), "-shared", *ldflags,
+           f"-Wl,--defsym=PyInit_{name}=PyInit_{binding}", "-Wl,-Bsymbolic", "-o", tmp]
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        os.unlink(tmp)
+        raise RuntimeError(f"linking the module failed:\n{proc.stdout}{proc.stderr}")
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, path)
+    return time.perf_counter() - t
+
+
+def import_module(name, path):
+    """Imports the compiled module at path under name."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, str(path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
+# ---- precompiled headers ----------------------------------------------------------------------------
+
+# Run detached: compiles the header, renames the result into place, removes the lock. Nothing of it reaches
+# the notebook (nbgrader zeroes a cell that writes to stderr).
+_PCH_SCRIPT = r"""
+import json, os, subprocess, sys, time
+job = json.loads(sys.argv[1])
+t = time.time()
+tmp = job["gch"] + ".%d.tmp" % os.getpid()
+try:
+    ok = subprocess.run(job["cmd"] + ["-o", tmp], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                        cwd=job["dir"]).returncode == 0
+    if ok:
+        os.replace(tmp, job["gch"])
+        with open(job["gch"] + ".json", "w") as f:
+            json.dump({"seconds": time.time() - t}, f)
+    else:
+        open(job["gch"] + ".failed", "w").close()
+except OSError:
+    pass
+finally:
+    for p in (tmp, job["lock"]):
+        try:
+            os.unlink(p)
+        except OSError:
+            pass
+"""
+_STALE_LOCK = 900  # seconds after which a lock is taken for a build that died
+
+
+def pch_enabled():
+    return os.environ.get("COURSE_PCH", "1").strip() != "0"
+
+
+def precompiled(root, name, header, command, depends=""):
+    """The folder holding header `name` (its text `header`) for `#include "name"` with -I: once its precompiled
+    form (name.gch) exists, g++ reads that instead, much faster. A missing one is built in the background,
+    for the next builds: this one reads the header as it is (the same result, slower)."""
+    key = digest(compiler_version(command[0]), *command, header, depends)
+    folder = Path(root) / f"pch-{key[:16]}"
+    folder.mkdir(parents=True, exist_ok=True)
+    h = folder / name
+    _write(h, header)
+    gch = folder / (name + ".gch")
+    if gch.exists() or not pch_enabled() or (folder / (name + ".gch.failed")).exists():
+        return folder
+    lock = folder / (name + ".gch.lock")
+    try:
+        if lock.exists() and time.time() - lock.stat().st_mtime > _STALE_LOCK:
+            lock.unlink()
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        os.close(fd)
+    except FileExistsError:
+        return folder  # being built
+    except OSError:
+        return folder
+    _waiting.append({"cmd": [*command, "-x", "c++-header", str(h)], "gch": str(gch), "lock": str(lock),
+                     "dir": str(folder)})
+    return folder
+
+
+_waiting = []  # precompiled headers to build once the build that asked for them is done
+
+
+def start_pch():
+    """Starts building, detached, the precompiled headers the last builds asked for (after them: not competing)."""
+    while _waiting:
+        job = _waiting.pop()
+        try:
+            subprocess.Popen([sys.executable, "-c", _PCH_SCRIPT, json.dumps(job)], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                             close_fds=True)
+        except OSError:
+            try:
+                os.unlink(job["lock"])
+            except OSError:
+                pass
+
+
+def pch_ready(folder, name):
+    """True when the precompiled form of header name in folder exists."""
+    return (Path(folder) / (name + ".gch")).exists()
+
+
+def pending_pch(root):
+    """The precompiled headers being built in the background under root."""
+    return sorted(Path(root).glob("pch-*/*.gch.lock"))
+
+
+def wait_for_pch(root, timeout=600):
+    """Waits until no precompiled header is being built under root; returns the seconds each one took."""
+    end = time.time() + timeout
+    while pending_pch(root) and time.time() < end:
+        time.sleep(0.2)
+    out = {}
+    for f in Path(root).glob("pch-*/*.gch.json"):
+        try:
+            out[f.name[:-len(".gch.json")]] = json.loads(f.read_text())["seconds"]
+        except (OSError, ValueError, KeyError):
+            pass
+    return out
