@@ -23,9 +23,17 @@ CPP = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"
 
 def solution():
     """The grayscale solution as a student submits it (examples/grayscale/alice, the notebook's solution)."""
-    ns = {"cuda_begin": cuda_begin}
+    # the cell compiles its source too: only the source is wanted here
+    ns = {"cuda_begin": cuda_begin, "cpp_src": CPP, "load_cuda": lambda *args, **kwargs: None}
     exec((ROOT / "examples" / "grayscale" / "alice" / "rgb_to_grayscale_cuda.py").read_text(), ns)
     return ns["cuda_src"]
+
+
+def student_line(src, needle):
+    """The line of the student's cell that holds needle: cuda_src's lines counted after cuda_begin (its first line is
+    the cell's `cuda_src = cuda_begin + r\"\"\"`)."""
+    assert src.startswith(cuda_begin)
+    return next(n for n, text in enumerate(src[len(cuda_begin):].split("\n"), 1) if needle in text)
 
 
 def grey_is_right(yours, x):
@@ -412,7 +420,7 @@ def test_a_crash_or_a_failed_assert_ends_the_launch_not_the_process(kernels, cap
 
 def test_warp_shuffles_fail_to_compile_in_cpu_mode(build_dir):
     src = solution().replace("    if (i < n)", "    float v = __shfl_down_sync(0xffffffff, 1.0f*i, 16);\n    if (i < n)")
-    line = next(n for n, text in enumerate(src.splitlines(), 1) if "__shfl_down_sync" in text)
+    line = student_line(src, "__shfl_down_sync")
     with pytest.raises(CompileError) as info:
         load_cuda(src, CPP, ["rgb_to_grayscale"])
     msg = str(info.value)
@@ -422,10 +430,10 @@ def test_warp_shuffles_fail_to_compile_in_cpu_mode(build_dir):
 
 def test_compile_error_points_at_the_students_line(build_dir):
     broken = solution().replace("out[i] = 0.2989f", "out[i] = 0.2989f*y")
-    line = next(n for n, text in enumerate(broken.splitlines(), 1) if "*y" in text)
+    line = student_line(broken, "*y")
     # The launch spans two lines; a mistake after it must still be reported on its own line.
     broken = broken.replace("return output;", "return outptu;")
-    later = next(n for n, text in enumerate(broken.splitlines(), 1) if "outptu" in text)
+    later = student_line(broken, "outptu")
     with pytest.raises(CompileError) as info:
         load_cuda(broken, CPP, ["rgb_to_grayscale"])
     msg = str(info.value)

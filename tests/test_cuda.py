@@ -105,7 +105,7 @@ def test_compile_is_quiet_cached_and_rebuilt_when_edited(build_dir):
 
 def test_compile_error_points_into_the_students_source(build_dir):
     broken = KERNEL.replace("out[i] = 0.2989f", "out[i] = 0.2989f*y")
-    line = next(n for n, text in enumerate(broken.splitlines(), 1) if "*y" in text)
+    line = next(n for n, text in enumerate(broken[len(cuda_begin):].split("\n"), 1) if "*y" in text)
     with pytest.raises(CompileError) as info:
         load_cuda(broken, CPP, ["rgb_to_grayscale"])
     msg = str(info.value)
@@ -115,6 +115,6 @@ def test_compile_error_points_into_the_students_source(build_dir):
 
 
 def test_declared_but_undefined_function_is_explained(build_dir):
-    with pytest.raises(CompileError, match=r"cpp_src declares `rgb_to_grayscale\(at::Tensor\)`"):
+    with pytest.raises(CompileError, match=r"cpp_src declares `rgb_to_grayscale\(torch::Tensor\)`"):
         load_cuda(KERNEL.replace("torch::Tensor rgb_to_grayscale(torch::Tensor input)",
                                  "torch::Tensor rgb_to_greyscale(torch::Tensor input)"), CPP, ["rgb_to_grayscale"])

@@ -1,0 +1,358 @@
+"""load_cuda's split build: which sources take it, what an edit recompiles, errors on the student's line and column in
+both modes, the explained torch-arithmetic error, and the one-unit build for what cannot be split."""
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from course import CompileError, cuda_begin, load_cuda
+from course.build import split
+from course.build.load import build_report
+from course.build.toolkit import cuda_tool
+
+ROOT = Path(__file__).resolve().parent.parent
+GREY_CPP = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"
+GREY = cuda_begin + r"""
+__global__ void rgb_to_grayscale_kernel(unsigned char* x, unsigned char* out, int n) {
+    int i = blockIdx.x*blockDim.x + threadIdx.x;
+    if (i < n) out[i] = 0.2989f*x[i] + 0.5870f*x[i+n] + 0.1140f*x[i+2*n];
+}
+
+torch::Tensor rgb_to_grayscale(torch::Tensor input) {
+    CHECK_INPUT(input);
+    int h = input.size(1);
+    int w = input.size(2);
+    auto output = torch::empty({h, w}, input.options());
+    int threads = 256;
+    rgb_to_grayscale_kernel<<<cdiv(w*h, threads), threads>>>(input.data_ptr<unsigned char>(), output.data_ptr<unsigned char>(), w*h);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return output;
+}
+"""
+
+
+def student_line(src, needle):
+    """The line of the student's cell holding needle: counted after cuda_begin, as load_cuda's messages count."""
+    return next(n for n, text in enumerate(src[len(cuda_begin):].split("\n"), 1) if needle in text)
+
+
+def column(src, needle):
+    line = src[len(cuda_begin):].split("\n")[student_line(src, needle) - 1]
+    return line.index(needle) + 1
+
+
+# ---- which sources take the split build (no compiler needed) ---------------------------------------
+
+def notebook_sources(path):
+    """(name, source) of each *_src string a notebook's cells build from cuda_begin."""
+    nb = json.loads(Path(path).read_text())
+    out = []
+    for cell in nb["cells"]:
+        text = "".join(cell["source"])
+        if cell["cell_type"] != "code" or "cuda_begin" not in text:
+            continue
+        ns = {"cuda_begin": cuda_begin}
+        for node in ast.parse(re.sub(r"^%.*$", "", text, flags=re.M)).body:
+            if isinstance(node, (ast.Assign, ast.AugAssign)):
+                try:
+                    exec(compile(ast.Module([node], []), str(path), "exec"), ns)
+                except Exception:  # an assignment that needs what the notebook computed: not a source
+                    pass
+        out += [(f"{Path(path).relative_to(ROOT)}:{k}", v) for k, v in ns.items() if k.endswith("_src") and isinstance(v, str)]
+    return out
+
+
+def course_sources():
+    """Every CUDA source of the lessons, drills and the grading corpus."""
+    out = []
+    for nb in sorted(ROOT.glob("source/**/*.ipynb")) + sorted(ROOT.glob("release/**/*.ipynb")):
+        out += notebook_sources(nb)
+    for f in sorted((ROOT / "tests" / "corpus").glob("*/*/*.py")):
+        text = f.read_text()
+        if "cuda_begin" in text:
+            ns = {"cuda_begin": cuda_begin, "load_cuda": lambda *args, **kwargs: None}
+            exec(text, ns)
+            out += [(str(f.relative_to(ROOT)), v) for k, v in ns.items() if k.endswith("_src") and isinstance(v, str)]
+    return out
+
+
+COURSE_SOURCES = course_sources()
+
+
+def test_the_course_has_its_sources():
+    names = [n for n, _ in COURSE_SOURCES]
+    assert any("grayscale/04_L3_cuda.ipynb:cuda_src" in n for n in names)
+    assert any("05_tiling.ipynb:dyn_src" in n for n in names) and any("05_tiling.ipynb:rt_src" in n for n in names)
+    assert sum("tests/corpus/grayscale/cuda_" in n for n in names) >= 40
+    assert sum("tests/corpus/matmul/" in n for n in names) >= 25
+
+
+@pytest.mark.parametrize("name, src", COURSE_SOURCES, ids=[n for n, _ in COURSE_SOURCES])
+def test_every_course_source_takes_the_split_build(name, src):
+    assert split.describe(src) == (True, "split")
+
+
+LECTURE_STYLE = r"""
+#include <torch/extension.h>
+#define CHECK_INPUT(x) TORCH_CHECK(x.is_contiguous(), #x " must be contiguous")
+inline unsigned int cdiv(unsigned int a, unsigned int b) { return (a + b - 1) / b; }
+""" + GREY[len(cuda_begin):]
+
+UNSPLITTABLE = {
+    "lecture-style includes": (LECTURE_STYLE, "does not start with cuda_begin"),
+    "conditional compilation": (GREY.replace("__global__ void", "#if 1\n__global__ void", 1).replace(
+        "\ntorch::Tensor", "#endif\ntorch::Tensor", 1), "conditional compilation"),
+    "kernel handed to the runtime": (GREY.replace("    int threads = 256;", "    int threads = 256;\n    cudaFuncSetAttribute("
+                                                  "rgb_to_grayscale_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 0);"),
+                                     "other than to launch it"),
+    "namespace": (GREY.replace("__global__ void rgb", "namespace k {}\n__global__ void rgb"), "namespace"),
+    "deduced template arguments": (GREY.replace("__global__ void", "template <typename T>\n__global__ void").replace(
+        "unsigned char* x, unsigned char* out", "T* x, T* out"), "deduction"),
+    "device function called from host code": (GREY.replace("__global__ void", "__device__ int helper() { return 1; }\n"
+                                                           "__global__ void").replace("int threads = 256;",
+                                                                                     "int threads = 256 * helper();"),
+                                              "helper"),
+}
+
+
+@pytest.mark.parametrize("case", list(UNSPLITTABLE))
+def test_what_cannot_be_split_says_why(case):
+    src, why = UNSPLITTABLE[case]
+    ok, reason = split.describe(src)
+    assert not ok and why in reason, reason
+
+
+def test_units_keep_torch_out_of_the_kernels_unit():
+    plan = split.analyse(GREY)
+    device = split.write_unit(plan, "device", "", split.gpu_launch).source()
+    host = split.write_unit(plan, "host", "").source()
+    assert "__global__" in device and "torch::" not in device and "rgb_to_grayscale(torch::Tensor" not in device
+    assert "__global__" not in host and "torch::Tensor rgb_to_grayscale" in host
+    assert '__course_launch_rgb_to_grayscale_kernel::run(::course_split::config("rgb_to_grayscale_kernel", ' in host
+    # every line keeps its number: the kernel starts on the student's line 2, the wrapper on line 7
+    assert '#line 2 "cuda_src"\n__global__ void rgb_to_grayscale_kernel' in device
+    assert '#line 7 "cuda_src"\ntorch::Tensor rgb_to_grayscale' in host
+
+
+# ---- builds ------------------------------------------------------------------------------------------
+
+@pytest.fixture(params=["cpu", "gpu"])
+def mode(request, tmp_path_factory, monkeypatch):
+    """Each build test in CPU mode (runs here) and as the GPU build (compiles here; runs where there is a GPU)."""
+    if request.param == "gpu" and cuda_tool("nvcc") is None:
+        pytest.skip("no nvcc")
+    monkeypatch.setenv("COURSE_CPU_MODE", "1" if request.param == "cpu" else "0")
+    monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path_factory.getbasetemp() / f"builds_{request.param}"))
+    return request.param
+
+
+def runs_here(mode):
+    return mode == "cpu" or torch.cuda.is_available()
+
+
+def grey_right(module, mode):
+    if not runs_here(mode):
+        return True
+    x = torch.randint(0, 256, (3, 37, 53), dtype=torch.uint8, device="cpu" if mode == "cpu" else "cuda")
+    exact = 0.2989 * x[0].double() + 0.5870 * x[1].double() + 0.1140 * x[2].double()
+    out = module.rgb_to_grayscale(x).double()
+    return bool(((out - exact.floor()).abs() <= 1).all() and ((out == exact.floor()) | ((exact - exact.round()).abs() < 1e-3)).all())
+
+
+def steps(module):
+    report = build_report(module)
+    return report["how"], {re.sub(r" \[.*", "", k): k for k in report["steps"]}
+
+
+def test_an_edited_kernel_recompiles_only_the_kernels_unit(mode):
+    first = load_cuda(GREY, GREY_CPP, ["rgb_to_grayscale"])
+    how, _ = steps(first)
+    assert how == "split" and grey_right(first, mode)
+    kernel = "kernel (g++)" if mode == "cpu" else "kernel (nvcc)"
+
+    edited = load_cuda(GREY.replace("0.1140f", "0.1141f"), GREY_CPP, ["rgb_to_grayscale"])
+    how, done = steps(edited)
+    assert how == "split" and edited is not first
+    assert not done[kernel].endswith("[cached]")
+    assert done["wrapper (g++)"].endswith("[cached]") and done["binding (g++)"].endswith("[cached]")
+    if mode == "cpu":
+        assert done["runtime (g++)"].endswith("[cached]")
+
+    # A kernel one line longer moves the wrapper down a line: the wrapper's object is still the same.
+    longer = load_cuda(GREY.replace("    int i =", "    // this thread's pixel\n    int i ="), GREY_CPP, ["rgb_to_grayscale"])
+    _, done = steps(longer)
+    assert not done[kernel].endswith("[cached]") and done["wrapper (g++)"].endswith("[cached]")
+    assert grey_right(longer, mode)
+
+    # An edited wrapper compiles the wrapper's unit alone.
+    wrapper = load_cuda(GREY.replace("int threads = 256;", "int threads = 128;"), GREY_CPP, ["rgb_to_grayscale"])
+    _, done = steps(wrapper)
+    assert done[kernel].endswith("[cached]") and not done["wrapper (g++)"].endswith("[cached]")
+    assert grey_right(wrapper, mode)
+
+
+def compile_error(src, cpp=GREY_CPP, funcs=("rgb_to_grayscale",)):
+    with pytest.raises(CompileError) as info:
+        load_cuda(src, cpp, list(funcs))
+    return str(info.value)
+
+
+def test_errors_point_at_the_students_line_and_column(mode):
+    # In the kernel: nvcc reports the line, g++ (CPU mode) the line and column.
+    broken = GREY.replace("out[i] = 0.2989f", "out[i] = 0.2989f*y")
+    msg = compile_error(broken)
+    line = student_line(broken, "*y")
+    assert line == 4
+    if mode == "cpu":
+        assert f"cuda_src:{line}:{column(broken, 'y*x')}: error:" in msg
+    else:
+        assert f'cuda_src({line}): error: identifier "y" is undefined' in msg
+    assert f"    {line:4d} |     if (i < n) out[i] = 0.2989f*y*x[i]" in msg
+    assert "cuda_begin" not in msg and "ninja" not in msg and "course_split" not in msg
+
+    # After a launch on the same line (rewritten to a longer call in both modes): the student's column.
+    broken = GREY.replace("output.data_ptr<unsigned char>(), w*h);", "outptu.data_ptr<unsigned char>(), w*h);")
+    msg = compile_error(broken)
+    line, col = student_line(broken, "outptu"), column(broken, "outptu")
+    assert f"cuda_src:{line}:{col}: error: ‘outptu’ was not declared" in msg or \
+        f"cuda_src:{line}:{col}: error: 'outptu' was not declared" in msg, msg
+
+    # A wrong argument to the kernel: named as the student's launch, in torch's names as they write them.
+    broken = GREY.replace("output.data_ptr<unsigned char>(), w*h);", "output.data_ptr<float>(), w*h);")
+    msg = compile_error(broken)
+    found = re.search(rf"cuda_src:{student_line(broken, 'data_ptr<float>')}:(\d+): error: cannot convert", msg)
+    start = column(broken, "output.data_ptr<float>()")
+    assert found and start <= int(found.group(1)) < start + len("output.data_ptr<float>()"), msg  # on the argument
+    assert "rgb_to_grayscale_kernel<<<...>>>(unsigned char*, unsigned char*, int)" in msg and "__course" not in msg
+
+    broken = GREY.replace("int h = input.size(1);", "int h = input.height();")
+    msg = compile_error(broken)
+    assert "torch::Tensor" in msg and "at::Tensor" not in msg
+    assert f"cuda_src:{student_line(broken, 'height')}:" in msg
+
+
+def test_torch_arithmetic_in_the_wrapper_is_explained(mode):
+    msg = compile_error(GREY.replace("    return output;", "    auto grey = 0.2989*input[0] + 0.5870*input[1];\n    return output;"))
+    assert "operator" in msg and "torch::Tensor" in msg and "at::Tensor" not in msg
+    assert "cuda_begin includes only the PyTorch headers" in msg and "forbids them anyway" in msg
+
+
+def test_a_source_that_cannot_be_split_builds_as_one_unit(mode):
+    src, _ = UNSPLITTABLE["conditional compilation"]
+    module = load_cuda(src, GREY_CPP, ["rgb_to_grayscale"])
+    how, done = steps(module)
+    assert how.startswith("one unit: ") and "conditional compilation" in how
+    assert grey_right(module, mode)
+    # Its errors point at the student's lines too (and columns, in CPU mode, past a rewritten launch).
+    broken = src.replace("output.data_ptr<unsigned char>(), w*h);", "outptu.data_ptr<unsigned char>(), w*h);")
+    msg = compile_error(broken)
+    line = student_line(broken, "outptu")
+    if mode == "cpu":
+        assert f"cuda_src:{line}:{column(broken, 'outptu')}: error:" in msg
+    else:
+        assert f"cuda_src({line}): error:" in msg
+
+
+def test_kernels_that_need_torchs_headers_build_as_before(mode):
+    # std::clamp came with torch's headers before the split; the CUDA unit lacks it: built as one unit again.
+    src = GREY.replace("if (i < n) out[i] =", "if (std::clamp(i, 0, n) < n) out[i] =")
+    module = load_cuda(src, GREY_CPP, ["rgb_to_grayscale"])
+    how = build_report(module)["how"]
+    if mode == "gpu":
+        assert how == "one unit: the kernels use std::clamp, which torch's headers declare"
+    else:  # cuda_cpu.h gives <algorithm> to the kernels' unit
+        assert how == "split"
+    assert grey_right(module, mode)
+    # A mistyped name is the student's error, reported at once (no second build).
+    msg = compile_error(GREY.replace("if (i < n)", "if (i < N)"))
+    assert f"cuda_src:{student_line(GREY, 'if (i < n)')}" in msg.replace("(", ":").replace(")", ":")
+
+
+# What the split must get right: a template launched through a generic lambda with an argument from a
+# constexpr both sides use, dynamic shared memory, __constant__ and __device__ data the wrapper copies with
+# cudaMemcpyToSymbol / cudaMemcpyFromSymbol, a __host__ __device__ function (not inline) and a struct on
+# both sides, a host helper, a #define, two kernels.
+FEATURES = cuda_begin + r"""
+#define SCALE 2.0f
+constexpr int TW = 8;
+struct Affine { float a, b; };
+__constant__ float bias[2];
+__device__ int calls;
+
+__host__ __device__ float twice(float x) { return SCALE * x; }
+
+template <int tw>
+__global__ void __launch_bounds__(4 * tw) affine_k(const float* __restrict__ x, float* out, int n, Affine f) {
+    extern __shared__ float buf[];
+    int i = blockIdx.x*tw + threadIdx.x;
+    if (i < n) buf[threadIdx.x] = x[i];
+    __syncthreads();
+    if (i < n) out[i] = f.a*twice(buf[threadIdx.x]) + f.b + bias[i % 2];
+    if (i == 0) atomicAdd(&calls, 1);
+}
+
+__global__ void fill_k(float* out, int n, float v) {
+    int i = blockIdx.x*blockDim.x + threadIdx.x;
+    if (i < n) out[i] = twice(v);
+}
+
+static int blocks_for(int n) { return cdiv(n, TW); }
+
+torch::Tensor affine(torch::Tensor x, int64_t tw) {
+    CHECK_INPUT(x);
+    int n = x.numel();
+    auto out = torch::empty_like(x);
+    float hb[2] = {0.5f, -0.5f};
+    C10_CUDA_CHECK(cudaMemcpyToSymbol(bias, hb, sizeof(hb)));
+    Affine f{3.0f, 1.0f};
+    auto launch = [&](auto kernel, int w) {
+        kernel<<<cdiv(n, w), w, w*sizeof(float)>>>(x.data_ptr<float>(), out.data_ptr<float>(), n, f);
+    };
+    if (tw == TW) launch(affine_k<TW>, TW);
+    else launch(affine_k<2*TW>, 2*TW);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+}
+
+torch::Tensor filled(torch::Tensor like, double v) {
+    auto out = torch::empty_like(like);
+    int n = out.numel();
+    fill_k<<<blocks_for(n), TW>>>(out.data_ptr<float>(), n, v);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+}
+
+int64_t affine_calls() {
+    int c = 0;
+    C10_CUDA_CHECK(cudaMemcpyFromSymbol(&c, calls, sizeof(c)));
+    return c;
+}
+"""
+FEATURES_CPP = """
+torch::Tensor affine(torch::Tensor x, int64_t tw);
+torch::Tensor filled(torch::Tensor like, double v);
+int64_t affine_calls();
+"""
+FEATURES_FUNCS = ["affine", "filled", "affine_calls"]
+
+
+def test_split_and_one_unit_builds_agree(mode, monkeypatch):
+    assert split.describe(FEATURES) == (True, "split")
+    module = load_cuda(FEATURES, FEATURES_CPP, FEATURES_FUNCS)
+    assert build_report(module)["how"] == "split"
+    monkeypatch.setenv("COURSE_SPLIT", "0")
+    whole = load_cuda(FEATURES + "\n", FEATURES_CPP, FEATURES_FUNCS)
+    assert build_report(whole)["how"] == "one unit: COURSE_SPLIT=0"
+    if not runs_here(mode):
+        return
+    x = torch.randn(37, device="cpu" if mode == "cpu" else "cuda")
+    want = 3 * (2 * x) + 1 + torch.tensor([0.5, -0.5], device=x.device).repeat(19)[:37]
+    for m in (module, whole):
+        before = m.affine_calls()
+        for tw in (8, 16):
+            assert torch.allclose(m.affine(x, tw), want)
+        assert m.affine_calls() == before + 2
+        assert torch.equal(m.filled(x, 1.5), torch.full_like(x, 3.0))
