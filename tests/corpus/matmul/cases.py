@@ -7,7 +7,7 @@ every test not named must pass. What the tests feed an answer (course/topics/mat
   Python rungs: tiny 1x1x1; ragged_sizes (3,5,7), (17,37,19); tall_and_skinny (37,2,1), (1,2,37), (1,60,1);
     all_different (6,11,4); digits (5,784,10); hidden_sizes two random shapes, sides 1..24.
   CUDA rung: tiny; ragged_sizes (37,53,29), (17,1,31), (100,67,83); tall_and_skinny (1000,3,2), (2,3000,5),
-    (1,2048,1); all_different (45,70,23); digits; large (1024,1024,1024); hidden_sizes three random shapes,
+    (1,2048,1); all_different (45,70,23); digits; large (1024,1024,1024; 512 in CPU mode); hidden_sizes three random shapes,
     sides 1..300; memory, race and integrity on the ragged sizes (race: the first one only).
 Every test, memory and integrity included, also judges the product, so an answer that is wrong on the
 ragged sizes fails memory and integrity too. A race's verdicts depend on how the threads happen to run:
