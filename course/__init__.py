@@ -17,6 +17,15 @@ _WHERE = {
     "check_matmul_tiled": "topics.matmul", "check_matmul_tiled_cuda": "topics.matmul",
     "blk_kernel2d_shar": "ladder",
     "cuda_time": "timing", "plot_times": "timing",
+    # the drills (source/drills/)
+    "run_in_child": "processes", "capture_stdout": "capture", "printed": "capture",
+    "ptx": "sass", "sass_of": "sass", "float_ops": "sass", "arithmetic": "sass", "AsyncWork": "timing",
+    "rounding_edges": "topics.rounding", "check_grey_identical": "topics.rounding",
+    "check_grey_identical_cuda": "topics.rounding", "check_row_sum": "topics.rows", "check_row_max": "topics.rows",
+    "check_row_sum_cuda": "topics.rows", "check_row_max_cuda": "topics.rows", "check_guard_left_out": "topics.guard",
+    "overrun_source": "topics.blocking", "check_launch_blocking": "topics.blocking",
+    "check_grey_threads_cuda": "topics.threads", "check_timer": "topics.timer", "check_printf_cuda": "topics.printf",
+    "check_plan_l0": "topics.plan",
 }
 __all__ = sorted(_WHERE)
 

@@ -1,0 +1,100 @@
+"""Out-of-bounds kernels and where their errors surface (drills/03 and 06): the sources, and the check of a CUDA_LAUNCH_BLOCKING experiment.
+
+A kernel launch returns before the kernel runs, so an illegal memory access is reported by whatever CUDA call
+comes next: the next PyTorch operation, not the launch. With CUDA_LAUNCH_BLOCKING=1 every launch waits for its
+kernel, and the error is raised at the launch itself. CPU mode always runs a launch to the end before it returns.
+"""
+import re
+
+from ..cuda import cuda_begin
+from ..device import cpu_mode
+from ..harness.exercise import judges
+from ..processes import run_in_child
+
+CPP_SRC = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"  # the lessons' declaration
+FAR = 1 << 28  # bytes past pixel i: 256 MiB, far beyond any memory PyTorch holds for a small tensor
+LAUNCH = re.compile(r"\brgb_to_grayscale\s*\(")
+
+_WRAPPER = r"""
+torch::Tensor rgb_to_grayscale(torch::Tensor input) {
+    CHECK_INPUT(input);
+    int h = input.size(1);
+    int w = input.size(2);
+    int n = h * w;
+    auto output = torch::empty({h, w}, input.options());
+    int threads = 256;
+    if (n > 0) {
+        rgb_to_grayscale_kernel<<<cdiv(n, threads), threads>>>(
+            input.data_ptr<unsigned char>(), output.data_ptr<unsigned char>(), n);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    return output;
+}
+"""
+
+
+def overrun_source(offset=0, guard=True):
+    """The lessons' grayscale source with a mistake: each pixel written offset bytes past its place, or (guard=False) no `if (i < n)`."""
+    test = "if (i < n)\n        " if guard else ""
+    where = f"i + {offset}" if offset else "i"
+    note = (f"  // {offset:,} bytes past pixel i" if offset else "  // no guard: the threads past n write too")
+    kernel = (f"\n__global__ void rgb_to_grayscale_kernel(unsigned char* x, unsigned char* out, int n) {{\n"
+              f"    int i = blockIdx.x*blockDim.x + threadIdx.x;\n"
+              f"    {test}out[{where}] = 0.2989f*x[i] + 0.5870f*x[i+n] + 0.1140f*x[i+2*n];{note}\n}}\n")
+    return cuda_begin + kernel + _WRAPPER
+
+
+def _launch_lines(script):
+    return [k for k, line in enumerate(script.splitlines(), 1)
+            if LAUNCH.search(line.split("#")[0]) and not re.search(r"\b(def|load_cuda)\b", line)]
+
+
+@judges("value")
+def check_launch_blocking(script):
+    """Runs your script in two fresh processes, CUDA_LAUNCH_BLOCKING=0 and =1, with far_src and cpp_src defined: the far overrun must raise, at the launch with 1 and at a later line with 0."""
+    __tracebackhide__ = True  # noqa: F841
+    if not isinstance(script, str):
+        raise AssertionError(f"pass the script as a string of Python, not {type(script).__name__}")
+    launches = _launch_lines(script)
+    if not launches:
+        raise AssertionError("your script never calls module.rgb_to_grayscale(...), the launch of the far kernel. "
+                             "Hint: build it with load_cuda(far_src, cpp_src, ['rgb_to_grayscale']) and call it on "
+                             "an image on device().")
+    runs = {b: run_in_child(script, env={"CUDA_LAUNCH_BLOCKING": b}, timeout=180, far_src=overrun_source(FAR),
+                            cpp_src=CPP_SRC) for b in ("0", "1")}
+    sets_it = re.search(r"CUDA_LAUNCH_BLOCKING", script)
+    for b, run in runs.items():
+        said = f"with CUDA_LAUNCH_BLOCKING={b}"
+        if run.returncode is None:
+            raise AssertionError(f"{said} your script did not finish within 180 s and was stopped.")
+        if run.ok:
+            hint = ("nothing after the launch waited for the GPU, so the process ended before the error was "
+                    "reported: add an operation that needs the result, e.g. grey.sum().item()"
+                    if b == "0" and not runs["1"].ok else
+                    "it never ran the far kernel on a GPU-side image: launch module.rgb_to_grayscale on "
+                    "x = torch.randint(0, 256, (3, 1, 251), dtype=torch.uint8, device=device())")
+            raise AssertionError(f"{said} your script ran to the end without an error.\nHint: {hint}.")
+        if "illegal memory access" not in (run.error or "") and "illegal memory access" not in run.stderr:
+            raise AssertionError(f"{said} your script failed, but not with the far kernel's illegal memory access:\n"
+                                 f"  line {run.line}: {run.source_line()}\n  {run.error}\nHint: the child knows "
+                                 "only far_src and cpp_src; import what else it needs (torch, course).")
+    one, zero = runs["1"].line, runs["0"].line
+    if one not in launches:
+        raise AssertionError(f"with CUDA_LAUNCH_BLOCKING=1 the error was raised at line {one} "
+                             f"({runs['1'].source_line()}), not at the launch (line {launches[0]}).\nHint: with "
+                             "blocking launches the launch itself reports the error: does your script launch the "
+                             "kernel more than once, or catch the error?")
+    if cpu_mode():
+        if zero not in launches:
+            raise AssertionError(f"with CUDA_LAUNCH_BLOCKING=0 the error was raised at line {zero}, not at the launch; "
+                                 "in CPU mode every launch runs to its end first, so both runs raise there.")
+    elif zero in launches:
+        hint = ("your script sets CUDA_LAUNCH_BLOCKING itself, so both runs block: leave it to the check"
+                if sets_it else "the launch waited for its kernel although CUDA_LAUNCH_BLOCKING=0: does your "
+                "script synchronize inside the launch's line?")
+        raise AssertionError(f"with CUDA_LAUNCH_BLOCKING=0 the error was raised at the launch (line {zero}), as with "
+                             f"1.\nHint: {hint}.")
+    elif zero < one:
+        raise AssertionError(f"with CUDA_LAUNCH_BLOCKING=0 the error was raised at line {zero}, before the launch.")
+    print(f"CUDA_LAUNCH_BLOCKING=1: raised at line {one} ({runs['1'].source_line()}); "
+          f"=0: at line {zero} ({runs['0'].source_line()}): passed")

@@ -1,0 +1,57 @@
+"""Grayscale with the threads per block as a parameter (drills/04): every block size of the sweep must give the right pixels."""
+import torch
+
+from ..harness.cuda import check_cuda
+from ..harness.exercise import Case, Exercise, judges
+from ..images import photo
+from .grayscale import judge_grey
+
+CPP_SRC = "torch::Tensor rgb_to_grayscale(torch::Tensor input, int64_t threads);"
+SWEEP = (32, 64, 128, 256, 512, 1024)  # threads per block: one warp to the most a block may hold
+
+
+class Threads(int):
+    """A threads-per-block argument: an int (pybind11 passes it as int64_t) that a check's child may also clone.
+
+    harness/child.py clones every argument in CPU mode, as if each were a tensor; an int has no clone().
+    """
+
+    def clone(self):
+        return self
+
+
+def _random_image(h, w, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=g)
+
+
+def threads_cases(case, seed, rung):
+    """The named inputs of a sweep check: Cases of (image, threads per block)."""
+    if case == "photo":
+        img = photo()
+        return [Case(f"the photo ({img.shape[1]}x{img.shape[2]}), {t} threads a block", (img, Threads(t))) for t in SWEEP]
+    if case == "random":
+        g = torch.Generator().manual_seed(seed)
+        out = []
+        for t in SWEEP:
+            h, w = (int(v) for v in torch.randint(1, 700, (2,), generator=g))
+            out.append(Case(f"a {h}x{w} image, {t} threads a block", (_random_image(h, w, seed + h * 10007 + w), Threads(t))))
+        return out
+    sizes = {"tiny": [(1, 1)], "ragged": [(7, 37), (33, 31), (1, 2049)]}[case]
+    return [Case(f"a {h}x{w} image, {t} threads a block", (_random_image(h, w, seed=h * 10007 + w), Threads(t)))
+            for h, w in sizes for t in SWEEP]
+
+
+GREY_THREADS = Exercise(
+    name="rgb2grey_threads", topic=__name__, cases=threads_cases, judge=judge_grey, out_dtype=torch.uint8,
+    case_names={"cuda": ("tiny", "ragged", "photo", "random"), "modes": ("memory", "integrity")},
+    out_numel=lambda case: case.args[0][0].numel(), func="rgb_to_grayscale", cpp_src=CPP_SRC,
+    hints={"memory": "a thread past the last pixel must do nothing, whatever the block size: guard the body with "
+                     "`if (i < n)`, and compute i from blockDim.x (not from a fixed 256).",
+           "computes": "every pixel"})
+
+
+@judges("cuda")
+def check_grey_threads_cuda(answer, case="ragged", seed=None):
+    """Checks a compiled rgb_to_grayscale(input, threads) at every block size of the sweep, 32 to 1024, on one case."""
+    check_cuda(GREY_THREADS, answer, case, seed)

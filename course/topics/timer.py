@@ -1,0 +1,84 @@
+"""Checking a student's timer (drills/04): it must wait for the GPU, leave out the first calls and report milliseconds.
+
+The timer gets work that behaves like a kernel launch (course.timing.AsyncWork: the call returns at once, the
+work is done by the next synchronize()) or like a kernel whose first call is slow (SlowFirstCall), and must
+report how long one call's work takes. A timer that reads the clock without waiting measures the launch alone.
+"""
+import time
+
+import torch
+
+from ..device import synchronize
+from ..harness.exercise import Case, judges
+from ..harness.python import call_quietly
+from ..timing import AsyncWork, SlowFirstCall
+
+WORK_MS = 20.0  # one call's work in the "waits" case: long against a launch (microseconds), short for a check
+FIRST_MS, LATER_MS = 300.0, 10.0  # the "warmup" case: a slow first call, then fast ones
+SLACK = (0.8, 2.5)  # a right timer reports between 0.8 and 2.5 times the work (sleeps overshoot, never undershoot)
+
+
+def timer_cases(case, seed, rung):
+    """The work each case hands the timer: one callable, called with no arguments."""
+    if case == "waits":
+        return [Case(f"work that runs like a kernel launch ({WORK_MS:g} ms, finished by synchronize())",
+                     (AsyncWork(WORK_MS),))]
+    return [Case(f"work whose first call takes {FIRST_MS:g} ms and every later one {LATER_MS:g} ms",
+                 (SlowFirstCall(FIRST_MS, LATER_MS),))]
+
+
+def judge_timer(yours, work, what, where, wall_ms):
+    """Asserts the timer reported one call's time in milliseconds, within SLACK of the true time; wall_ms: how long the timer ran."""
+    want = work.ms
+    if isinstance(yours, torch.Tensor) and yours.numel() == 1:
+        yours = yours.item()
+    if isinstance(yours, bool) or not isinstance(yours, (int, float)):
+        raise AssertionError(f"{what} returned {type(yours).__name__} {yours!r} for {where}, not a number. "
+                             "Hint: return the median time of one call in milliseconds, a float.")
+    lo, hi = SLACK[0] * want, SLACK[1] * want
+    if lo <= yours <= hi:
+        return
+    msg = (f"{what} reported {yours:.4g} ms for {where}; one call takes {want:g} ms (a right timer reports {lo:g} to "
+           f"{hi:g}). The whole timing took {wall_ms:.0f} ms.")
+    waited = wall_ms >= 0.8 * want  # the timer waited for at least one call's work
+    if isinstance(work, AsyncWork) and not waited:
+        hint = ("it stopped the clock before the work was done, and never waited for it: a launch returns at once "
+                "and the GPU works on after it, so the clock measured the launch alone. Call synchronize() before "
+                "starting the clock and again before stopping it.")
+    elif lo / 1e3 <= yours <= hi / 1e3:
+        hint = "that is the time in seconds: time.perf_counter() counts seconds; multiply by 1000 for milliseconds."
+    elif lo * 1e3 <= yours <= hi * 1e3:
+        hint = "that is the time in microseconds: report milliseconds."
+    elif isinstance(work, AsyncWork) and yours < lo:
+        hint = ("the work was waited for, but not inside the clock: the clock stopped before synchronize() returned. "
+                "Call synchronize() after the call and before reading the clock the second time.")
+    elif isinstance(work, SlowFirstCall) and yours > hi:
+        hint = (f"the first call ({FIRST_MS:g} ms: loading code, filling caches) pulled the answer up: make a few "
+                "calls before you start measuring (warm-up), and report the median of the repeats, which one slow "
+                "call cannot move.")
+    elif yours > hi:
+        hint = ("that is more than one call takes: if you divide a total by the number of calls, divide by the calls "
+                "you timed, and report the median of the repeats.")
+    else:
+        hint = ("time one call at a time: synchronize(), read the clock, call, synchronize(), read it again; "
+                "repeat, and report the median in milliseconds.")
+    raise AssertionError(f"{msg}\nHint: {hint}")
+
+
+@judges("python")
+def check_timer(fn, case="waits"):
+    """Checks a timer fn(work) -> milliseconds: "waits" (work that runs like a launch) or "warmup" (a slow first call)."""
+    __tracebackhide__ = True  # noqa: F841
+    if case not in ("waits", "warmup"):
+        raise ValueError(f"unknown case {case!r}; choose 'waits' or 'warmup'")
+    what = getattr(fn, "__name__", "your timer")
+    try:
+        for c in timer_cases(case, None, "python"):
+            start = time.perf_counter()
+            yours = call_quietly(fn, c.args, what, c.where)
+            wall_ms = (time.perf_counter() - start) * 1e3
+            synchronize()  # what the timer left running is not the next case's, nor the notebook's
+            judge_timer(yours, c.args[0], what, c.where, wall_ms)
+    except AssertionError as verdict:
+        raise verdict.with_traceback(None) from None
+    print(f"{what}: {case} passed")
