@@ -49,6 +49,7 @@ class Mistake:
     run: str          # what shows the message: a test cell's check, or the lesson's demo
     must: tuple       # phrases the message must contain (a tuple inside: one of those)
     must_not: tuple = ()  # the wrong hints it must not give
+    seconds: int = None   # the Python check's time limit, for the hangs (2 s, not 60)
 
 
 def _wrapper(kernel_call, make="torch.empty(n, dtype=x.dtype, device=x.device)"):
@@ -92,7 +93,7 @@ PYTHON = {
         'check_rgb2grey(rgb2grey_pyk, "photo")',
         ("did not finish", "ran past the check's time limit", "loops over every element itself",
          "already call it once per element", "never ends"),
-        ("check its condition and what it counts",)),
+        ("check its condition and what it counts",), seconds=2),
     "bk_floor_blocks_1x1": Mistake(
         "L2", "n // threads blocks: 0 blocks for a 1x1 image",
         l2(f"    i = blockidx*blockdim + threadidx\n    if i < n:\n        out[i] = {L1_SUM}",
@@ -150,7 +151,7 @@ PYTHON = {
         "L2", "`while i < n:` instead of `if`: the first thread never stops",
         corpus("py_bk_while_loop"), 'check_rgb2grey(rgb2grey_pybk, "ragged")',
         ("did not finish", "ran past the check's time limit", "while i < n:", "never ends", "`if`, not `while`"),
-        (WEIGHTS_HINT,)),
+        (WEIGHTS_HINT,), seconds=2),
 
     # ---- values: each wrong in its own way -----------------------------------------------------------------
     "py_red_weight_0299": Mistake(
@@ -209,8 +210,9 @@ def expect(message, mistake):
 
 @pytest.mark.parametrize("key", sorted(PYTHON))
 def test_a_python_rung_mistake_gets_the_message_that_names_its_fix(key, monkeypatch):
-    monkeypatch.setattr(harness_python, "PYTHON_TIMEOUT", 2)  # the hangs: stopped after 2 s, not 60
     mistake = PYTHON[key]
+    if mistake.seconds:
+        monkeypatch.setattr(harness_python, "PYTHON_TIMEOUT", mistake.seconds)
     ns = {"__name__": "__main__"}
     run_cell(ns, PRELUDE[mistake.rung], f"<{key}:prelude>")
     run_cell(ns, mistake.cell, f"<{key}:cell>")
