@@ -26,6 +26,7 @@ class Job:
     exercise: tuple = None       # (topic module, exercise name): how the judge finds the Exercise
     wheres: list = None          # how messages name each input
     needs_shared: bool = False   # integrity: the kernel must use shared memory (the tiled exercises)
+    memory_hint: str = None      # what to say when the memory check finds an access outside a tensor
 
 
 @dataclass

@@ -25,6 +25,7 @@ from ..build.toolkit import cuda_tool, quiet_cpp_extension
 from ..device import cpu_mode, require_gpu
 from . import integrity
 from .child import Job
+from .evidence import guard_hint
 from .exercise import Case, Exercise, fill_byte, same, unwritten
 
 TIMEOUT = 60  # seconds for one check's child process: the largest case takes well under 1 s to run
@@ -270,7 +271,7 @@ def verdict(job, result):
         text = result.error
         if job.mode == "memory" and cpu and "illegal memory access" in text:
             raise AssertionError(f"{func}: the memory check found out-of-bounds accesses on the {exercise.probe} "
-                                 f"sizes: {text.splitlines()[-1]}.\nHint: {exercise.hints['memory']}")
+                                 f"sizes: {text.splitlines()[-1]}.\nHint: {job.memory_hint or exercise.hints['memory']}")
         raise KernelFailed(f"running your function raised an error:\n  {text}\nHint: {crash_hint(text)}.")
     want = "cpu" if cpu else "cuda"
     own = None if cpu or job.mode != "integrity" else integrity.module_kernels(job.module)
@@ -306,6 +307,8 @@ def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
     if not cpu:
         require_gpu(f"check of {exercise.func} ({case!r})")
     path, func = compiled(exercise, answer)
+    source = answer if isinstance(answer, str) else (sources_of(answer) or [None])[0]
+    memory_hint = guard_hint(source) if source is not None else exercise.hints["memory"]
     mode = case if case in MODES else "run"
     cases = exercise.inputs(exercise.probe if mode != "run" else case, seed, "cuda")
     if mode == "race":  # one size with several tiles and warps is enough, and racecheck is slow
@@ -314,12 +317,12 @@ def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
     job = Job(module=path, func=func, inputs=[c.args for c in cases],
               fills=[(exercise.out_numel(c) * nbytes, fill_byte(exercise.out_dtype)) for c in cases], mode=mode,
               cpu=cpu, memory_module=memory_module() if cpu else None, exercise=(exercise.topic, exercise.name),
-              wheres=[c.where for c in cases], needs_shared=needs_shared)
+              wheres=[c.where for c in cases], needs_shared=needs_shared, memory_hint=memory_hint)
     try:
         run_and_judge(job)
     except OutOfBounds as e:
         raise AssertionError(f"{func}: the memory check found out-of-bounds accesses on the {exercise.probe} "
-                             f"sizes: {e}.\nHint: {exercise.hints['memory']}") from None
+                             f"sizes: {e}.\nHint: {memory_hint}") from None
     except Raced as e:
         raise AssertionError(f"{func}: the race check found threads racing on shared memory on the "
                              f"{exercise.probe} sizes: {e}.\nHint: {exercise.hints['race']}") from None
