@@ -31,12 +31,27 @@ def test_opens_with_a_title_and_a_goal(path):
 def test_test_cells_are_locked_have_points_a_docstring_and_one_call(path):
     for c in cells(path):
         meta = c["metadata"].get("nbgrader", {})
-        if not meta.get("grade"):
-            continue
+        if not meta.get("grade") or meta.get("solution"):
+            continue  # not a test cell (a manually graded answer is graded and a solution: see below)
         src = [line for line in "".join(c["source"]).strip().splitlines() if "HIDDEN TESTS" not in line]
         assert meta["locked"] and meta["points"] > 0, meta["grade_id"]
         assert src[0].startswith('"""') and src[0].endswith('"""'), meta["grade_id"]
         assert len(src) == 2 and src[1].startswith("check_"), meta["grade_id"]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_manually_graded_answers_are_open_markdown_with_a_rubric_the_release_leaves_out(path):
+    # nbgrader's manual grading: the student writes in the cell; the instructor's copy holds a model answer and
+    # a rubric inside the solution region, which the release replaces with "YOUR ANSWER HERE".
+    for c in cells(path):
+        meta = c["metadata"].get("nbgrader", {})
+        if not (meta.get("grade") and meta.get("solution")):
+            continue
+        src = "".join(c["source"])
+        assert c["cell_type"] == "markdown", f"{meta['grade_id']}: a written answer is a markdown cell"
+        assert not meta["locked"] and meta["points"] > 0, meta["grade_id"]
+        assert src.startswith("### BEGIN SOLUTION") and src.rstrip().endswith("### END SOLUTION"), meta["grade_id"]
+        assert "Rubric" in src, f"{meta['grade_id']}: the instructor's copy needs a rubric"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
