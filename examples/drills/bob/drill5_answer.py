@@ -1,0 +1,1 @@
+cuBLAS is about 6 times faster because it is written by NVIDIA in assembly.
