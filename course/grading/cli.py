@@ -36,7 +36,7 @@ def _grade(args):
     gpus = None if args.gpus is None else [g for g in args.gpus.split(",") if g]
     summary = grade(args.root, args.assignment, students=args.student, workers=args.workers, gpus=gpus,
                     shard=shard, force=args.force, verify=not args.no_verify, db=args.db,
-                    compile_first=not args.no_compile, timeout=args.timeout)
+                    compile_first=not args.no_compile, timeout=args.timeout, warm=not args.cold_kernels)
     print(report(summary))
     if args.json:
         import json
@@ -112,6 +112,8 @@ def parser():
     c.add_argument("--force", action="store_true", help="grade again students whose inputs did not change")
     c.add_argument("--no-verify", action="store_true", help="skip the clean re-run (course.verify)")
     c.add_argument("--no-compile", action="store_true", help="do not compile the CUDA sources ahead")
+    c.add_argument("--cold-kernels", action="store_true",
+                   help="start each notebook's kernel as nbgrader does, not forked from a warm process")
     c.add_argument("--timeout", type=int, default=3 * 3600, help="seconds one student's grading may take")
     c.add_argument("--db", help="the gradebook (default: gradebook.db in the course folder)")
     c.add_argument("--json", help="also write the run's summary and timings to this JSON file")

@@ -82,15 +82,15 @@ class Plan:
     fingerprints: dict = field(default_factory=dict)
 
 
-def check_submissions(root, assignment, students):
-    """CourseError naming every submitted file that is not a notebook, before anything is graded."""
-    bad = []
+def unreadable(root, assignment, students):
+    """{student: why} for each student with a submitted file that is not a notebook (nbgrader would fail on it)."""
+    bad = {}
     for s in students:
         for p in sorted((Path(root) / "submitted" / s / assignment).glob("*.ipynb")):
             try:
                 read_notebook(p)
             except CourseError as e:
-                bad.append(str(e))
+                bad.setdefault(s, str(e).replace(str(Path(root)) + "/", ""))
     return bad
 
 
@@ -171,8 +171,8 @@ def _clock(seconds):
         f"{seconds // 60}:{seconds % 60:02d}"
 
 
-def _worker_env(gpu, threads):
-    env = dict(os.environ, PYTHONWARNINGS="ignore")
+def _worker_env(gpu, threads, extra=None):
+    env = dict(os.environ, PYTHONWARNINGS="ignore", **(extra or {}))
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
     env.setdefault("OMP_NUM_THREADS", str(threads))
@@ -180,10 +180,22 @@ def _worker_env(gpu, threads):
     return env
 
 
+_running = set()  # the worker processes running now: stopped with their sessions when grading is interrupted
+
+
+def _stop_all():
+    for proc in list(_running):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def _run_worker(cmd, env, log, timeout):
     """Runs a worker in a session of its own; its exit code, or None after the timeout (then killed, all of it)."""
     with open(log, "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        _running.add(proc)
         try:
             return proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -194,6 +206,8 @@ def _run_worker(cmd, env, log, timeout):
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             raise
+        finally:
+            _running.discard(proc)
 
 
 def prebuild(plan, processes=None, gpu=True):
@@ -213,34 +227,62 @@ def prebuild(plan, processes=None, gpu=True):
 
 
 def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, force=False, verify=True,
-          db=None, compile_first=True, timeout=STUDENT_TIMEOUT, quiet=False):
+          db=None, compile_first=True, timeout=STUDENT_TIMEOUT, quiet=False, warm=True):
     """Grades the changed submissions of an assignment; returns a summary (also written to the state folder as JSON)."""
     plan = make_plan(root, assignment, students, shard, force, db)
-    bad = check_submissions(plan.root, assignment, plan.todo)
-    if bad:
-        raise CourseError("some submitted files are not notebooks; fix or remove them, then grade again "
-                          "(nothing was graded):\n  " + "\n  ".join(bad))
     gpus = visible_gpus() if gpus is None else gpus
     workers = workers or default_workers(gpus)
+    threads = max(1, (os.cpu_count() or 1) // workers)
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
     summary = {"assignment": assignment, "students": len(plan.todo), "unchanged": len(plan.unchanged),
                "workers": workers, "gpus": gpus, "shard": list(shard) if shard else None, "graded": [],
-               "failed": {}, "disagreements": [], "kernel_stopped": {}, "timing": {}}
+               "failed": {}, "disagreements": [], "kernel_stopped": {}, "timing": {}, "verify": verify}
     say(f"{assignment}: {len(plan.todo)} to grade, {len(plan.unchanged)} unchanged since last graded; "
         f"{workers} at once" + (f" over GPUs {','.join(gpus)}" if gpus else " (CPU mode: no GPU)"))
     t0 = time.perf_counter()
-    if plan.todo and compile_first:
-        seconds, built, failed = prebuild(plan, gpu=bool(gpus))
-        summary["timing"]["compile"] = seconds
-        say(f"compiled {built} CUDA sources ahead in {seconds:.0f} s ({failed} do not compile; their notebooks "
-            "say why)")
-    logs = state_dir(plan.root, assignment) / "logs"
+    for student, why in unreadable(plan.root, assignment, plan.todo).items():  # recorded now; the rest go on
+        plan.todo.remove(student)
+        _finish(plan, student, None, {"ok": False, "reason": why, "seconds": 0.0}, summary)
+    kernels, warm_env, per_student = None, {}, {}
+    try:
+        if plan.todo and warm:  # its imports take seconds: they overlap the compiling
+            from .warm import WarmKernels
+            kernels = WarmKernels(env=_worker_env(None, threads))
+        if plan.todo and compile_first:
+            seconds, built, failed = prebuild(plan, gpu=bool(gpus))
+            summary["timing"]["compile"] = seconds
+            say(f"compiled {built} CUDA sources ahead in {seconds:.0f} s ({failed} do not compile; their "
+                "notebooks say why)")
+        if kernels is not None:
+            if kernels.wait_ready():
+                warm_env = kernels.env()
+            else:
+                say("the warm kernel process did not start: kernels start cold (slower, the same grades)")
+        summary["warm_kernels"] = bool(warm_env)
+        if plan.todo:
+            _pool(plan, workers, gpus, _worker_env, threads, warm_env, verify, timeout, quiet, per_student, summary)
+    finally:
+        if kernels is not None:
+            kernels.close()
+    wall = time.perf_counter() - t0
+    summary["timing"].update(wall=wall, per_student=wall / len(plan.todo) if plan.todo else 0.0)
+    for key in ("autograde", "verify"):
+        values = [r["timing"][key] for r in per_student.values() if key in r.get("timing", {})]
+        if values:
+            summary["timing"][f"{key}_mean"] = sum(values) / len(values)
+    summary["timing"]["student_mean"] = (sum(r["seconds"] for r in per_student.values()) / len(per_student)
+                                         if per_student else 0.0)
+    (state_dir(plan.root, plan.assignment) / "last-grade.json").write_text(json.dumps(summary, indent=1, default=str))
+    return summary
+
+
+def _pool(plan, workers, gpus, make_env, threads, warm_env, verify, timeout, quiet, per_student, summary):
+    """Grades plan.todo in `workers` worker processes at once; each finished student is merged in turn."""
+    logs = state_dir(plan.root, plan.assignment) / "logs"
     logs.mkdir(exist_ok=True)
     lock = threading.Lock()
     slots = list(range(workers))
     progress = Progress(len(plan.todo), out=open(os.devnull, "w") if quiet else sys.stderr)
-    per_student = {}
-    threads = max(1, (os.cpu_count() or 1) // workers)
     with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
         template = f"sqlite:///{Path(tmp) / 'template.db'}"
         merge.copy_gradebook(plan.target, template)
@@ -254,13 +296,13 @@ def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, 
             try:
                 shutil.copy(db_path(template), db_path(mine))
                 cmd = [sys.executable, "-m", "course.grading.worker", "--root", str(plan.root), "--assignment",
-                       assignment, "--student", student, "--db", mine, "--result", str(result_path)]
+                       plan.assignment, "--student", student, "--db", mine, "--result", str(result_path)]
                 if verify:
                     cmd.append("--verify")
                 log = logs / f"{student}.log"
                 log.write_text("")
                 t = time.perf_counter()
-                code = _run_worker(cmd, _worker_env(gpu, threads), log, timeout)
+                code = _run_worker(cmd, make_env(gpu, threads, warm_env), log, timeout)
                 seconds = time.perf_counter() - t
                 if code is None:
                     result = {"ok": False, "reason": f"grading took longer than {timeout} s and was stopped"}
@@ -281,19 +323,16 @@ def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, 
                 for p in (db_path(mine), result_path):
                     p.unlink(missing_ok=True)
 
-        with ThreadPoolExecutor(workers) as pool:
-            list(pool.map(one, plan.todo))
-    progress.close()
-    wall = time.perf_counter() - t0
-    summary["timing"].update(wall=wall, per_student=wall / len(plan.todo) if plan.todo else 0.0)
-    for key in ("autograde", "verify"):
-        values = [r["timing"][key] for r in per_student.values() if key in r.get("timing", {})]
-        if values:
-            summary["timing"][f"{key}_mean"] = sum(values) / len(values)
-    summary["timing"]["student_mean"] = (sum(r["seconds"] for r in per_student.values()) / len(per_student)
-                                         if per_student else 0.0)
-    (state_dir(plan.root, assignment) / "last-grade.json").write_text(json.dumps(summary, indent=1, default=str))
-    return summary
+        try:
+            with ThreadPoolExecutor(workers) as pool:
+                try:
+                    list(pool.map(one, plan.todo))
+                except BaseException:  # an interrupt: the students being graded stop now, the finished are kept
+                    pool.shutdown(wait=False, cancel_futures=True)
+                    _stop_all()
+                    raise
+        finally:
+            progress.close()
 
 
 def _finish(plan, student, worker_db, result, summary):

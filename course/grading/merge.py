@@ -6,7 +6,10 @@ course's gradebook is then written by one process, one student at a time. Rows a
 """
 import shutil
 import sqlite3
+import warnings
 from pathlib import Path
+
+from sqlalchemy.exc import SAWarning
 
 from nbgrader.api import Gradebook, MissingEntry
 
@@ -54,7 +57,9 @@ def put_submission(url, assignment, student, data):
             pass
     if data is None:
         return
-    with Gradebook(url) as gb:
+    with Gradebook(url) as gb, warnings.catch_warnings():
+        # nbgrader's add_submission builds rows before adding them to the session: SQLAlchemy 2 warns, harmlessly
+        warnings.simplefilter("ignore", SAWarning)
         _add(gb, assignment, student, data)
 
 

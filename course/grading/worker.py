@@ -34,8 +34,12 @@ def autograde(root, assignment, student, db_url):
     collect = _Collect()
     ok = True
     app.log.addHandler(collect)
+    argv = [assignment, "--student", student, "--create", "--force", f"--db={db_url}"]
+    from .warm import SOCKET_ENV
+    if os.environ.get(SOCKET_ENV):  # kernels forked from the grading run's warm process (warm.py)
+        argv.append("--Execute.kernel_manager_class=course.grading.warm.WarmKernelManager")
     try:
-        app.initialize([assignment, "--student", student, "--create", "--force", f"--db={db_url}"])
+        app.initialize(argv)
         app.start()
     except SystemExit as e:
         ok = e.code in (0, None)
@@ -70,22 +74,61 @@ def _personal_source(root, assignment, student, secret, tmp):
 
 
 def verify_student(root, assignment, student, secret, timeout=None):
-    """course.verify's clean re-run of one student's notebooks, with the student's hidden seeds: its rows."""
+    """course.verify's clean re-run of one student's notebooks, with the student's hidden seeds: its rows.
+
+    The judge process (which runs no student Python) is started once for the student's notebooks, not once per
+    notebook; each notebook's cells still run in a fresh worker process of its own (course.verify's Worker).
+    A notebook the shared judge did not finish is re-run alone, as course.verify would.
+    """
+    import subprocess
     import nbformat
-    from .verify import NOTEBOOK_TIMEOUT, notebook_verdicts, verify_notebook
-    root = Path(root)
+    from .verify import NOTEBOOK_TIMEOUT, _meta, is_test, merged, notebook_verdicts, verify_notebook
+    root, timeout = Path(root), timeout or NOTEBOOK_TIMEOUT
     rows = []
     with tempfile.TemporaryDirectory(prefix="course-verify-src-") as tmp:
         source = _personal_source(root, assignment, student, secret, tmp)
+        jobs = []
         for submitted in sorted((root / "submitted" / student / assignment).glob("*.ipynb")):
-            if not (source / submitted.name).exists():
-                continue
+            if (source / submitted.name).exists():
+                nb_path, result = Path(tmp) / f"{submitted.stem}.merged.ipynb", Path(tmp) / f"{submitted.stem}.json"
+                nbformat.write(merged(nbformat.read(source / submitted.name, as_version=4),
+                                      nbformat.read(submitted, as_version=4)), nb_path)
+                jobs.append((submitted, str(nb_path), str(result)))
+        env = dict(os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="ignore")
+        try:
+            subprocess.run([sys.executable, "-m", "course.grading.worker", "--verify-child", str(source),
+                            *[x for _, nb, res in jobs for x in (nb, res)]], cwd=source, env=env,
+                           capture_output=True, timeout=timeout * max(1, len(jobs)))
+        except subprocess.TimeoutExpired:
+            pass
+        for submitted, nb_path, result in jobs:
+            done = Path(result + ".done")
+            if done.exists():
+                verdicts = json.loads(Path(result).read_text()) if Path(result).exists() else {}
+                tests = [_meta(c)["grade_id"] for c in nbformat.read(nb_path, as_version=4).cells if is_test(c)]
+                for t in tests:
+                    verdicts.setdefault(t, {"passed": False, "message": done.read_text() or
+                                            "the re-run never reached this test"})
+            else:  # the shared judge stopped before this notebook was finished: re-run it alone
+                verdicts = verify_notebook(source / submitted.name, submitted, timeout)
             autograded = root / "autograded" / student / assignment / submitted.name
             graded = notebook_verdicts(nbformat.read(autograded, as_version=4)) if autograded.exists() else {}
-            verdicts = verify_notebook(source / submitted.name, submitted, timeout or NOTEBOOK_TIMEOUT)
             rows += [(student, submitted.stem, gid, graded.get(gid), v["passed"], v["message"])
                      for gid, v in verdicts.items()]
     return rows
+
+
+def _verify_child(folder, pairs):
+    """The shared judge: course.verify's re-run of each (merged notebook, result file), marking each one done."""
+    from .verify import _run_child
+    for nb_path, result in zip(pairs[::2], pairs[1::2]):
+        os.chdir(folder)
+        why = ""
+        try:
+            _run_child(nb_path, result)
+        except BaseException as e:  # noqa: B902 (the notebook's tests that have no verdict yet fail, saying why)
+            why = f"the re-run stopped before or in this test ({type(e).__name__}: {e})"[:500]
+        Path(result + ".done").write_text(why)
 
 
 def scores(db_url, assignment, student):
@@ -111,6 +154,8 @@ def kernels_stopped(root, assignment, student):
 
 
 def main(argv=None):
+    if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--verify-child":
+        return _verify_child(sys.argv[2], sys.argv[3:])
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--root", required=True)
     p.add_argument("--assignment", required=True)

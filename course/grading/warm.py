@@ -1,0 +1,191 @@
+"""Notebook kernels forked from a warm process: torch, the course and ipykernel imported once per grading run, not per notebook.
+
+A kernel nbgrader starts spends seconds importing torch and the course before the notebook's first cell does
+anything. During `course grade` a warm process (this module's server) holds them imported, never touching
+the GPU, and forks each kernel from itself: Jupyter starts warmstub.py, which hands the warm process its
+connection file, folder, environment (CUDA_VISIBLE_DEVICES included) and standard streams; the forked child
+becomes the kernel with exactly those. Where no warm process runs, WarmKernelManager starts kernels as
+Jupyter always does.
+"""
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
+
+SOCKET_ENV = "COURSE_WARM_KERNELS"  # the warm process's socket, set for the processes that may use it
+STUB = str(Path(__file__).with_name("warmstub.py"))
+PRELOAD = ("torch", "numpy", "course", "course.device", "course.ladder", "course.cuda", "course.harness.cuda",
+           "course.harness.python", "course.topics.grayscale", "course.topics.matmul", "ipykernel.kernelapp",
+           "ipykernel.ipkernel", "IPython")
+
+
+class WarmKernelManager(AsyncKernelManager):
+    """Starts an ipykernel by forking the warm process when $COURSE_WARM_KERNELS names one, else as usual."""
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        """The kernel's command: warmstub.py in place of `python -m ipykernel_launcher` when a warm process runs."""
+        cmd = super().format_kernel_cmd(extra_arguments)
+        path = os.environ.get(SOCKET_ENV)
+        if path and os.path.exists(path) and len(cmd) > 2 and cmd[1:3] == ["-m", "ipykernel_launcher"]:
+            return [sys.executable, "-I", "-S", STUB, path, *cmd[3:]]
+        return cmd
+
+
+def _kernel(request, fds, closing):
+    """In the forked child: becomes the kernel the stub asked for (never returns)."""
+    code = 1
+    try:
+        for fd in closing:
+            os.close(fd)
+        os.setpgid(0, 0)  # a group of its own: when the stub goes, the lifeline ends the kernel and its children
+        signal.set_wakeup_fd(-1)
+        for s in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+            signal.signal(s, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for target, fd in zip((0, 1, 2), fds[:3]):
+            os.dup2(fd, target)
+        for fd in fds[:3]:
+            os.close(fd)
+        lifeline = fds[3]
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+
+        def watch():
+            try:
+                os.read(lifeline, 1)
+            finally:
+                os.killpg(0, signal.SIGKILL)
+        threading.Thread(target=watch, daemon=True).start()
+        # ipykernel read JPY_PARENT_PID when it was imported (here, before the fork): give it this kernel's own
+        parent = [f"--IPKernelApp.parent_handle={os.environ['JPY_PARENT_PID']}"] if os.environ.get("JPY_PARENT_PID") else []
+        sys.argv = ["ipykernel_launcher", *request["argv"], *parent]
+        from ipykernel import kernelapp
+        kernelapp.launch_new_instance()
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+    except BaseException:  # noqa: B902 (whatever failed, say so where the stub's stderr goes)
+        import traceback
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def serve(path):
+    """The warm process: imports what kernels need, then forks a kernel per stub that connects to path."""
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")  # as ipykernel would set it
+    import importlib
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: B902 (a module missing here is imported by the kernel as usual)
+            pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(64)
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    sel = selectors.DefaultSelector()
+    sel.register(listener, selectors.EVENT_READ, "accept")
+    sel.register(wake_r, selectors.EVENT_READ, "reap")
+    sel.register(sys.stdin.fileno(), selectors.EVENT_READ, "parent")
+    print("ready", flush=True)
+    kernels = {}  # pid -> the stub's connection
+    while True:
+        for key, _ in sel.select():
+            if key.data == "parent":
+                if not os.read(sys.stdin.fileno(), 4096):  # the grading run has ended: so do we (kernels stay)
+                    return
+            elif key.data == "reap":
+                os.read(wake_r, 4096)
+                while kernels:
+                    try:
+                        pid, status = os.waitpid(-1, os.WNOHANG)
+                    except ChildProcessError:
+                        break
+                    if pid == 0:
+                        break
+                    conn = kernels.pop(pid, None)
+                    if conn is not None:
+                        try:
+                            conn.sendall(json.dumps({"exit": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+                        except OSError:
+                            pass
+                        conn.close()
+            else:
+                conn, _ = listener.accept()
+                try:
+                    msg, fds, _, _ = socket.recv_fds(conn, 1 << 20, 4)
+                    while not msg.endswith(b"\n"):
+                        more = conn.recv(1 << 20)
+                        if not more:
+                            break
+                        msg += more
+                    request = json.loads(msg)
+                except (OSError, ValueError):
+                    conn.close()
+                    continue
+                sys.stdout.flush()
+                sys.stderr.flush()
+                pid = os.fork()
+                if pid == 0:
+                    others = [listener.fileno(), wake_r, wake_w, conn.fileno(), sel.fileno()] + \
+                        [c.fileno() for c in kernels.values()]
+                    _kernel(request, fds, others)
+                for fd in fds:
+                    os.close(fd)
+                kernels[pid] = conn
+                conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+
+
+class WarmKernels:
+    """The grading run's handle on its warm process: start() it, give env() to the workers, close() at the end."""
+
+    def __init__(self, env=None):
+        self.dir = tempfile.mkdtemp(prefix="course-warm-")
+        self.path = os.path.join(self.dir, "kernels.sock")
+        self.proc = subprocess.Popen([sys.executable, "-m", "course.grading.warm", self.path], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+
+    def wait_ready(self, timeout=300):
+        """True once the warm process has imported everything and listens."""
+        deadline = time.monotonic() + timeout
+        line = self.proc.stdout.readline()  # blocks until "ready" or the process ends
+        return line.strip() == b"ready" and time.monotonic() < deadline and os.path.exists(self.path)
+
+    def env(self):
+        """What a worker's environment needs to start its kernels warm."""
+        return {SOCKET_ENV: self.path}
+
+    def close(self):
+        """Ends the warm process (kernels it started run on to their end)."""
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+        for p in (self.path, self.dir):
+            try:
+                os.unlink(p) if p == self.path else os.rmdir(p)
+            except OSError:
+                pass
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])
