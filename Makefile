@@ -4,6 +4,8 @@ PY := $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 ASSIGNMENTS ?= $(notdir $(wildcard source/*))
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# the assignments with example submissions (make grade grades them)
+EXAMPLES ?= $(notdir $(wildcard examples/*))
 
 .PHONY: setup release grade feedback test lab clean
 
@@ -15,16 +17,16 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
-release: setup  ## source/ -> release/ through nbgrader (solutions out, C stubs in), every assignment
-	for a in $(ASSIGNMENTS); do nbgrader generate_assignment $$a --force || exit 1; done
+release: setup  ## source/ -> release/ through nbgrader (solutions out, C stubs in and compiled), every assignment
+	$(PY) -m course release
 
-grade: release  ## autograde the example submissions, print the grade tables, re-verify in clean processes
-	for a in $(ASSIGNMENTS); do \
-	  $(PY) -m course.grading.submissions $$a && nbgrader autograde $$a --create --force && \
-	  $(PY) -m course.grading.gradebook $$a && $(PY) -m course.grading.verify $$a || exit 1; done
+grade: release  ## the example submissions graded (several students at once, resumable, re-verified), grade tables
+	for a in $(EXAMPLES); do \
+	  $(PY) -m course.grading.submissions $$a && $(PY) -m course grade $$a && \
+	  $(PY) -m course.grading.gradebook $$a || exit 1; done
 
-feedback: ## the HTML feedback students get, from the last autograde
-	for a in $(ASSIGNMENTS); do nbgrader generate_feedback $$a --force || exit 1; done
+feedback: ## the HTML feedback students get (no hidden test's code or seed), grades and pass rates exported
+	for a in $(EXAMPLES); do $(PY) -m course feedback $$a && $(PY) -m course export $$a || exit 1; done
 
 test: setup  ## unit tests, the nbgrader pipeline, the corpus, the browser, then nbval over source/ (both cores each)
 	$(PY) -m pytest tests -n $(JOBS) --dist loadgroup --durations=15

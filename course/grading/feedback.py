@@ -42,6 +42,36 @@ def student_traceback(traceback, hidden):
     return [t for t in traceback if not is_course_frame(t)]
 
 
+def without_course_frames(tb):
+    """A traceback with the frames inside the course package left out (the frame that raised stays if nothing else would)."""
+    import types
+    frames = []
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    kept = [t for t in frames if not t.tb_frame.f_code.co_filename.startswith(_COURSE + "/")] or frames[-1:]
+    out = None
+    for t in reversed(kept):
+        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out
+
+
+def install_student_tracebacks(shell=None):
+    """In IPython: an error's traceback (a failed check's, a runner's) shows the student's frames, not the course's.
+
+    Meant for the course package's import (one line in course/__init__.py), so notebooks and the feedback made
+    from them read alike."""
+    if shell is None:
+        try:
+            shell = get_ipython()  # noqa: F821 (defined where IPython runs)
+        except NameError:
+            return
+
+    def handler(self, etype, value, tb, tb_offset=None):
+        self.showtraceback((etype, value, without_course_frames(tb)), tb_offset=tb_offset)
+    shell.set_custom_exc((Exception,), handler)
+
+
 class HideHiddenTests(NbGraderPreprocessor):
     """Feedback step: hidden test code and seeds cut from test cells, course frames cut from tracebacks."""
 
