@@ -20,7 +20,7 @@ class Captured:
 
 @contextlib.contextmanager
 def capture_stdout():
-    """`with capture_stdout() as out:` catches what C code (a kernel's printf) writes in the block, waiting for the GPU first; then out.lines."""
+    """`with capture_stdout() as out:` catches what C code (a kernel's printf) writes in the block; then out.lines (taught in drills/07)."""
     from wurlitzer import pipes
     out = Captured()
     with pipes() as (stdout, stderr):
@@ -33,7 +33,7 @@ def capture_stdout():
 
 
 def printed(fn, *args):
-    """Calls fn(*args) and returns (its result, the lines C code printed meanwhile): `grey, lines = printed(module.f, x)`."""
+    """Calls fn(*args) and returns (its result, the lines C code printed meanwhile) (taught in drills/07)."""
     with capture_stdout() as out:
         result = fn(*args)
     return result, out.lines

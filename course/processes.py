@@ -74,7 +74,8 @@ class ChildRun:
 
     def __str__(self):
         setting = " ".join(f"{k}={v}" for k, v in self.env.items())
-        head = f"{'ran to the end' if self.ok else 'failed'} in {self.seconds:.1f} s" + (f" ({setting})" if setting else "")
+        head = f"{'ran to the end' if self.ok else 'failed'} in {self.seconds:.1f} s"
+        head += f" ({setting})" if setting else ""
         if self.ok:
             return head
         where = f"\n  raised at line {self.line}: {self.source_line()}" if self.line else ""
@@ -87,7 +88,7 @@ def _last_traceback(text):
 
 
 def run_in_child(code, env=None, timeout=TIMEOUT, under=None, **variables):
-    """Runs Python code in a fresh process (env: variables to set there; under: a command to run it under, e.g. compute-sanitizer) and returns a ChildRun."""
+    """Runs Python code in a fresh process (env: variables set there; under: a command to run it under) and returns a ChildRun (taught in drills/03)."""
     if not isinstance(code, str):
         raise TypeError(f"code must be a string of Python, not {type(code).__name__}")
     try:

@@ -56,7 +56,7 @@ def kernel_source(cuda_src):
 
 
 def ptx(cuda_src, fmad=True, arch=None):
-    """The PTX nvcc makes of cuda_src's kernels (fmad=False: as `nvcc -fmad=false` compiles them); needs nvcc, not a GPU."""
+    """The PTX nvcc makes of cuda_src's kernels (fmad=False: with `-fmad=false`); needs nvcc, not a GPU (taught in drills/01)."""
     nvcc = cuda_tool("nvcc")
     if nvcc is None:
         raise ToolMissing("ptx() needs nvcc, the CUDA compiler, and it is not installed here (no CUDA toolkit); "
@@ -75,7 +75,7 @@ def ptx(cuda_src, fmad=True, arch=None):
 
 
 def sass_of(module, kernel=None):
-    """The SASS (the GPU's machine code) of a module load_cuda built for the GPU, by cuobjdump -sass; kernel: only that kernel's."""
+    """The SASS (machine code) of a module load_cuda built for the GPU, by cuobjdump -sass; kernel: only its (taught in drills/01)."""
     if cpu_mode():
         raise GPUNeeded("SASS is the machine code of an NVIDIA GPU; in CPU mode load_cuda builds your kernels for "
                         "the CPU, so there is none to show")

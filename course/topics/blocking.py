@@ -34,7 +34,7 @@ torch::Tensor rgb_to_grayscale(torch::Tensor input) {
 
 
 def overrun_source(offset=0, guard=True):
-    """The lessons' grayscale source with a mistake: each pixel written offset bytes past its place, or (guard=False) no `if (i < n)`."""
+    """The lessons' grayscale source writing each pixel offset bytes too far, or (guard=False) unguarded (taught in drills/03)."""
     test = "if (i < n)\n        " if guard else ""
     where = f"i + {offset}" if offset else "i"
     note = (f"  // {offset:,} bytes past pixel i" if offset else "  // no guard: the threads past n write too")
@@ -79,6 +79,11 @@ def check_launch_blocking(script):
                                  f"  line {run.line}: {run.source_line()}\n  {run.error}\nHint: the child knows "
                                  "only far_src and cpp_src; import what else it needs (torch, course).")
     one, zero = runs["1"].line, runs["0"].line
+    for b, line in (("1", one), ("0", zero)):
+        if line is None:  # the error was reported, but by no line of the script: at the process's end
+            raise AssertionError(f"with CUDA_LAUNCH_BLOCKING={b} the error surfaced only as the process ended, "
+                                 "raised by no line of your script.\nHint: nothing after the launch waited for the GPU: add an "
+                                 "operation that needs the result, e.g. grey.sum().item().")
     if one not in launches:
         raise AssertionError(f"with CUDA_LAUNCH_BLOCKING=1 the error was raised at line {one} "
                              f"({runs['1'].source_line()}), not at the launch (line {launches[0]}).\nHint: with "

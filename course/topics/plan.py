@@ -19,7 +19,8 @@ def _shape(args):
 
 def judge_examples(examples, what):
     """Asserts each (inputs, l0 output, reference output) agrees, with two or more examples of different shapes."""
-    if not isinstance(examples, (list, tuple)) or not all(isinstance(e, (list, tuple)) and len(e) == 3 for e in examples):
+    triples = isinstance(examples, (list, tuple)) and all(isinstance(e, (list, tuple)) and len(e) == 3 for e in examples)
+    if not triples:
         raise AssertionError(f"{what} returned {type(examples).__name__}, not a list of (inputs, L0's output, the "
                              "reference's output).\nHint: keep the given body of my_examples: it builds that list.")
     if len(examples) < 2:
@@ -42,8 +43,8 @@ def judge_examples(examples, what):
         never = unwritten(mine)
         if never is not None and bool(never.any()) and not bool(unwritten(ref).any()):
             idx = never.nonzero()[0].tolist()
-            raise AssertionError(f"for {where} your L0 left {int(never.sum()):,} of {mine.numel():,} elements unwritten "
-                                 f"(the first at index {idx}: it still holds what torch.empty handed out).\nHint: the "
+            raise AssertionError(f"for {where} your L0 left {int(never.sum()):,} of {mine.numel():,} elements "
+                                 f"unwritten (the first at index {idx}: it still holds what torch.empty handed out).\nHint: the "
                                  "loop must write every output element.")
         if mine.dtype.is_floating_point or mine.dtype.is_complex:
             ok = torch.allclose(mine.double(), ref.double(), rtol=RTOL, atol=ATOL, equal_nan=True)

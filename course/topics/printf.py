@@ -36,7 +36,8 @@ def printf_cases(case):
         img = photo()
         return f"the photo ({img.shape[1]}x{img.shape[2]})", img
     g = torch.Generator().manual_seed(3)
-    return "a 1x3 image (three pixels, fewer than five)", torch.randint(0, 256, (3, 1, 3), dtype=torch.uint8, generator=g)
+    img = torch.randint(0, 256, (3, 1, 3), dtype=torch.uint8, generator=g)
+    return "a 1x3 image (three pixels, fewer than five)", img
 
 
 def judge_lines(lines, img, where):
@@ -76,7 +77,8 @@ def judge_lines(lines, img, where):
             continue
         r, g, b = (int(img.reshape(3, -1)[c, i]) for c in range(3))
         if value in (r, g, b):
-            why = f"that is pixel {i}'s {('red', 'green', 'blue')[(r, g, b).index(value)]} value: print the grey value you stored"
+            channel = ("red", "green", "blue")[(r, g, b).index(value)]
+            why = f"that is pixel {i}'s {channel} value: print the grey value you stored"
         elif value != int(value):
             why = "a grey value is a whole number: print the unsigned char you store (%d), not a float"
         else:

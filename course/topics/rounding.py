@@ -55,7 +55,7 @@ EDGE_COLOURS = (
 
 
 def rounding_edges():
-    """A (3, 1, 317) uint8 image of the 317 colours where the order of roundings changes the grey byte."""
+    """A (3, 1, 317) uint8 image of the 317 colours where the order of roundings changes the grey byte (taught in drills/01)."""
     v = torch.tensor(EDGE_COLOURS)
     return torch.stack([v >> 16, (v >> 8) & 255, v & 255]).to(torch.uint8).view(3, 1, -1)
 
@@ -147,9 +147,12 @@ def judge_identical(yours, case, what, unwritten=None):
            f"  first at {at}: yours {int(yours[tuple(idx)])}, the float32 reference {int(ref[tuple(idx)])} "
            f"(r={r}, g={g}, b={b}: the exact value is {exact:.9f})")
     fits = [k for k, v in _candidates(x).items() if torch.equal(v, yours)]
-    if fits:
-        hint = WHY[fits[0]] + (f" (or {', '.join(WHY[k].split(': ', 1)[-1] for k in fits[1:])})" if fits[1:] else "")
-        hint += ". To get the reference's bytes, " + FIX + "."
+    if len(fits) == 1:
+        hint = WHY[fits[0]] + ". To get the reference's bytes, " + FIX + "."
+    elif fits:
+        hint = (f"on {where} your pixels fit {len(fits)} orders of roundings, so the checker cannot tell which is "
+                "yours: " + "; ".join(f"({k}) {WHY[f]}" for k, f in enumerate(fits, 1)) + ". To get the reference's "
+                "bytes, " + FIX + ".")
     else:
         hint = ("your pixels round in an order the checker cannot name; where the exact value is this close to a whole "
                 "number, every rounding counts. To get the reference's bytes, " + FIX + ".")

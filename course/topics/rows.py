@@ -18,7 +18,7 @@ def _matrix(h, w, seed, sign=0):
     """An (h, w) float32 matrix of seeded values: any sign (sign 0), or all negative (sign -1)."""
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(h, w, generator=g)
-    return -(x.abs() + 0.25) if sign < 0 else x
+    return -(x.abs() + 1.25) if sign < 0 else x  # below -1: an int max (-1) and a max from 0 differ
 
 
 # (h, w): h rows of w values. Python loops are slow, so their cases stay small; 256 is a block.
@@ -26,7 +26,7 @@ SHAPES = {
     "python": {"ragged": [(3, 5), (7, 37), (1, 1)], "negative": [(4, 9), (5, 1)], "long_rows": [(3, 300)],
                "no_rows": [(0, 5)]},
     "cuda": {"ragged": [(37, 53), (1, 257), (100, 1), (1000, 3)], "negative": [(33, 31), (1, 7)],
-             "long_rows": [(5, 3000), (2, 100000)], "no_rows": [(0, 7), (0, 1)]},
+             "long_rows": [(5, 3000), (2, 100000)], "no_rows": [(0, 7), (0, 1), (2, 3)]},  # and a small one: a stub that launches nothing earns nothing
 }
 GROUPS = {"shapes": ("ragged", "long_rows", "no_rows")}  # the Python rungs' tests take these together
 
@@ -57,7 +57,7 @@ def _advice(op):
 def _first_wrong(bad, yours, want, x, op, what, where, extra=""):
     h, w = x.shape
     i = int(bad.nonzero()[0])
-    return (f"{what}: {int(bad.sum()):,} of {h:,} row {op}s are wrong for {where}.\n"
+    return (f"{what}: {int(bad.sum()):,} of {h:,} row {op} are wrong for {where}.\n"
             f"  first at row {i}: yours {float(yours[i]):.7g}, expected {float(want[i]):.7g}{extra}")
 
 
@@ -69,8 +69,9 @@ def _unwritten_hint(bad, never, h):
     if int(never.sum()) == h:
         return ("no row was written (every value still holds NaN, what the memory held before): store each row's "
                 "result into the output, out[i] = ...")
-    return (f"{int(never.sum()):,} rows were never written (they still hold NaN: rows {', '.join(str(int(r)) for r in rows[:6])}"
-            f"{', ...' if len(rows) > 6 else ''}): give every row 0..h-1 a thread of its own.")
+    listed = ", ".join(str(int(r)) for r in rows[:6]) + (", ..." if len(rows) > 6 else "")
+    return (f"{int(never.sum()):,} rows were never written (they still hold NaN: rows {listed}): give every row "
+            "0..h-1 a thread of its own.")
 
 
 def judge_row_sum(yours, case, what, unwritten=None):
@@ -84,7 +85,7 @@ def judge_row_sum(yours, case, what, unwritten=None):
     bad = ~((yours.double() - exact).abs() <= tol)  # NaN counts as wrong
     if not bad.any():
         return
-    msg = _first_wrong(bad, yours, exact, x, "sum", what, where,
+    msg = _first_wrong(bad, yours, exact, x, "sums", what, where,
                        f" (allowed: {float(tol[int(bad.nonzero()[0])]):.3g}, the float32 bound (w+2)*2**-24*sum|x| "
                        f"for w = {w})")
     never = bad & unwritten.cpu() if unwritten is not None else torch.zeros_like(bad)
@@ -125,7 +126,7 @@ def judge_row_max(yours, case, what, unwritten=None):
     bad = ~(yours == want)
     if not bad.any():
         return
-    msg = _first_wrong(bad, yours, want, x, "max", what, where)
+    msg = _first_wrong(bad, yours, want, x, "maxima", what, where)
     never = bad & unwritten.cpu() if unwritten is not None else torch.zeros_like(bad)
 
     def fits(alt):
@@ -133,12 +134,15 @@ def judge_row_max(yours, case, what, unwritten=None):
     negative_rows = want < 0
     if bool(never.any()):
         hint = _unwritten_hint(bad, never, h)
+    elif fits(want.trunc()) and bool(negative_rows[bad].all()) and fits(torch.zeros_like(want)):
+        hint = ("your max is 0 on these rows, where every value is negative, which fits two mistakes: either it starts "
+                "at 0, which is larger than all of them (start from the row's first value, x[i*w], or -INFINITY), or "
+                "it is kept in an int, which truncates -0.3 to 0 (declare it float).")
     elif bool(negative_rows[bad].all()) and fits(torch.zeros_like(want)):
         hint = ("your max is 0 on rows where every value is negative: it starts at 0, which is larger than all of "
                 "them. Start from the row's first value, x[i*w], or from -INFINITY (float('-inf') in Python).")
-    elif bool(negative_rows[bad].all()):
-        hint = ("only rows where every value is negative are wrong: does your max start at 0, or at a value that "
-                "is not in the row? Start from the row's first value, x[i*w].")
+    elif fits(want.trunc()):
+        hint = "your values are each row's max truncated to a whole number: the max is kept in an int. Declare it float."
     elif w > 1 and fits(x[:, :-1].amax(1)):
         hint = "every row misses its last value: the loop over j stops one short. Loop j while j < w."
     elif fits(x.abs().amax(1)):
@@ -150,6 +154,11 @@ def judge_row_max(yours, case, what, unwritten=None):
     elif h > 1 and w > 1 and fits(x.reshape(-1).view(w, h).t().amax(1)):
         hint = ("you read the matrix column by column (x[j*h + i]); it is stored row by row: value (i, j) is "
                 "x[i*w + j].")
+    elif bool((yours[bad] == yours[bad].round()).all()) and bool((want[bad] != want[bad].round()).all()):
+        hint = "every wrong value is a whole number: the max is kept in an int. Declare it float."
+    elif bool(negative_rows[bad].all()) and bool((~negative_rows & ~bad).any()):
+        hint = ("only rows where every value is negative are wrong, and every other row is right: does your max "
+                "start at 0, or at a value that is not in the row? Start from the row's first value, x[i*w].")
     else:
         hint = ("the values are wrong in a way the checker cannot name. Row i's max is the largest of x[i*w] to "
                 "x[i*w + w - 1]: print the row, your max and torch's x[i].max() for the first wrong row.")

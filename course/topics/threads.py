@@ -35,7 +35,8 @@ def threads_cases(case, seed, rung):
         out = []
         for t in SWEEP:
             h, w = (int(v) for v in torch.randint(1, 700, (2,), generator=g))
-            out.append(Case(f"a {h}x{w} image, {t} threads a block", (_random_image(h, w, seed + h * 10007 + w), Threads(t))))
+            img = _random_image(h, w, seed + h * 10007 + w)
+            out.append(Case(f"a {h}x{w} image, {t} threads a block", (img, Threads(t))))
         return out
     sizes = {"tiny": [(1, 1)], "ragged": [(7, 37), (33, 31), (1, 2049)]}[case]
     return [Case(f"a {h}x{w} image, {t} threads a block", (_random_image(h, w, seed=h * 10007 + w), Threads(t)))

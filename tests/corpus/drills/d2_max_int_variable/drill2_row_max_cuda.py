@@ -1,9 +1,11 @@
 max_src = cuda_begin + r"""
 __global__ void row_max_kernel(float* x, float* out, int h, int w) {
     int i = blockIdx.x*blockDim.x + threadIdx.x;
-    float m = x[i*w];
-    for (int j = 1; j < w; ++j) m = fmaxf(m, x[i*w + j]);
-    out[i] = m;
+    if (i < h) {
+        int m = x[i*w];
+        for (int j = 1; j < w; ++j) m = fmaxf(m, x[i*w + j]);
+        out[i] = m;
+    }
 }
 
 torch::Tensor row_max(torch::Tensor x) {
