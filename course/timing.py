@@ -117,6 +117,12 @@ class AsyncWork:
         else:
             _queue_cpu_work(self.ms, sys._getframe(1))
 
+    def pending(self):
+        """Whether work queued by a call is still unfinished (no synchronize() since)."""
+        if has_gpu() and not cpu_mode():
+            return not torch.cuda.current_stream().query()
+        return _queued[0] > 0
+
     def __repr__(self):
         return f"AsyncWork({self.ms:g} ms a call, finished by synchronize())"
 

@@ -131,11 +131,11 @@ def test_grayscale_solution_builds_quietly_once_and_is_right(build_dir):
     assert proc.stdout.strip().splitlines() == [str(so)]
     built_at = so.stat().st_mtime
 
-    # The same source in this process: loaded, not rebuilt.
+    # The same source in this process: loaded (from here, or from where an earlier test of this worker built it), not rebuilt.
     t = time.perf_counter()
     m = load_cuda(solution(), CPP, ["rgb_to_grayscale"])
     assert time.perf_counter() - t < 10
-    assert Path(module_path(m)) == so and so.stat().st_mtime == built_at
+    assert Path(module_path(m)).name == so.name and so.stat().st_mtime == built_at
     assert load_cuda(solution(), CPP, ["rgb_to_grayscale"]) is m
     assert cpu.is_cpu_module(m)
 
