@@ -425,3 +425,27 @@ def test_the_lessons_fma_figures_are_what_cpu_mode_measures(sources):
     without_f = load_cuda(double, CPP_SRC, ["rgb_to_grayscale"]).rgb_to_grayscale(img)
     assert int((with_f != ref).sum()) == 0
     assert int((without_f != ref).sum()) == 4
+
+
+# ---- matmul: the hint a wrong float32 product gets, on every shape the CUDA rung checks -----------------------
+
+MATMUL_MISTAKES = {  # what the kernel computes, in float32 as a kernel would, and the phrase its hint must name
+    "stored column by column": lambda a, b: (a @ b).t().contiguous().view(a.shape[0], b.shape[1]),
+    "read a column by column": lambda a, b: a.reshape(-1).view(a.shape[1], a.shape[0]).t() @ b,
+    "read b column by column": lambda a, b: a @ b.reshape(-1).view(b.shape[1], b.shape[0]).t(),
+    "stops one short": lambda a, b: a[:, :-1] @ b[:-1],
+}
+
+
+@pytest.mark.parametrize("case", ["ragged", "tall_skinny", "all_different", "digits"])
+@pytest.mark.parametrize("mistake", sorted(MATMUL_MISTAKES))
+def test_a_matmul_mistake_is_named_on_every_shape_it_shows_on(case, mistake):
+    from course.topics.matmul import bound, judge_matmul, matmul_cases
+    for c in matmul_cases(case, None, "cuda"):
+        a, b = c.args
+        yours = MATMUL_MISTAKES[mistake](a, b) if a.shape[1] > 1 else a @ b
+        if bool(((yours.double() - a.double() @ b.double()).abs() <= bound(a, b)).all()):
+            continue  # this shape cannot show the mistake (one row or column, k = 1): a right answer
+        with pytest.raises(AssertionError, match="elements are wrong") as info:
+            judge_matmul(yours, c, "matmul")
+        assert mistake in str(info.value), f"{c.where}: {info.value}"

@@ -105,6 +105,11 @@ def _hint(yours, a, b, bad, never, tol):
     def fits(want, slack=0.0):
         return bool(((y - want).abs() <= (k + 2) * U32 * scale + slack + 1e-30).all())
 
+    def fits_dots(rows, cols):
+        """Whether y is the product of other rows and columns, each within the bound its own terms allow."""
+        allowed = (k + 2) * U32 * _dots(rows.abs(), cols.abs())
+        return bool(((y - _dots(rows, cols)).abs() <= allowed + 1e-30).all())
+
     row, col = a64[r], b64[:, c].t()  # each sampled element's row of a and column of b
     p = r * n + c  # where the kernel wrote each sampled element, counted row by row
     found = []
@@ -119,14 +124,14 @@ def _hint(yours, a, b, bad, never, tol):
         found.append("every element misses the first product: the loop over k starts at 1. Start it at 0")
     if k > 1 and fits(row[:, -1] * col[:, -1]):
         found.append("every element is its last product alone: each step replaces the sum instead of adding to it (+=)")
-    if m * n > 1 and fits(_dots(a64[p % m], b64[:, p // m].t())):
+    if m * n > 1 and fits_dots(a64[p % m], b64[:, p // m].t()):
         found.append("your values are right but stored column by column: element (row, col) goes to out[row*w + col], "
                      "not out[col*h + row]")
-    if m > 1 and k > 1 and fits(_dots(a64.reshape(-1).view(k, m)[:, r].t(), col)):
+    if m > 1 and k > 1 and fits_dots(a64.reshape(-1).view(k, m)[:, r].t(), col):
         found.append("you read a column by column (a[i*h + row]); it is stored row by row: element (row, i) is a[row*k + i]")
-    if n > 1 and k > 1 and fits(_dots(row, b64.reshape(-1).view(n, k)[c])):
+    if n > 1 and k > 1 and fits_dots(row, b64.reshape(-1).view(n, k)[c]):
         found.append("you read b column by column (b[col*k + i]); it is stored row by row: element (i, col) is b[i*w + col]")
-    if m == n and m > 1 and fits(_dots(a64[c], b64[:, r].t())):
+    if m == n and m > 1 and fits_dots(a64[c], b64[:, r].t()):
         found.append("you computed element (col, row) for (row, col): row comes from .y, col from .x")
     for name, rounded in LOW_PRECISION.items():  # inputs rounded, products summed in float32
         if fits(_dots(rounded(a[r]).double(), rounded(b[:, c].t()).double())):
