@@ -56,7 +56,7 @@ HEAP_CORRUPTED = re.compile(r"free\(\): invalid|malloc\(\)|corrupted (size|doubl
 
 def crash_hint(text):
     """The likely cause of a child's error or crash, from its words."""
-    if ("illegal memory access" in text or "out of bounds" in text.lower() or "SIGSEGV" in text
+    if ("illegal memory access" in text or "address space" in text or "out of bounds" in text.lower() or "SIGSEGV" in text
             or "SIGBUS" in text or HEAP_CORRUPTED.search(text)):
         return ("a thread read or wrote outside a tensor (or the C++ wrapper used a bad pointer): check the "
                 "guard (`if (i < n)`), every offset you add, and every pointer you index")

@@ -14,7 +14,8 @@ ALLOWED_OPS = frozenset("aten::" + op for op in (
     "unsqueeze", "squeeze", "expand", "contiguous", "alias", "detach", "resize_", "t", "transpose",
     "permute", "narrow", "lift_fresh", "to", "size", "stride", "numel", "data_ptr", "set_"))
 # The kernels PyTorch launches for the allowed operations (zeros, fill_, contiguous copies).
-_ALLOWED_FOREIGN = re.compile(r"at::native::.*(Fill|fill|copy|Copy)")
+# fills and copies compute nothing; nor do the runtime's copies and sets (cudaMemcpy, cudaMemcpyToSymbol, cudaMemset)
+_ALLOWED_FOREIGN = re.compile(r"at::native::.*(Fill|fill|copy|Copy)|^Mem(cpy|set)\b")
 CPU_LAUNCH, CPU_SHARED = "cuda_cpu_launch::", "cuda_cpu_shared::"
 
 
