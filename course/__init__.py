@@ -33,6 +33,9 @@ __all__ = sorted(_WHERE)
 # function is bound now, after its module's import, for good.
 from .device import device  # noqa: E402
 from .digits import digits  # noqa: E402
+from .tracebacks import install_student_tracebacks  # noqa: E402
+
+install_student_tracebacks()  # in a notebook: a failed check shows the student's call and the message
 
 
 def __getattr__(name):

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
+from ..tracebacks import COURSE as _COURSE, install_student_tracebacks, without_course_frames  # noqa: F401
 from .layout import CourseError
 from .release import ClearHiddenTestsQuietly
 from .seeds import is_test_cell
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_COURSE = str(Path(__file__).resolve().parent.parent)  # the course package's folder
 
 
 def _plain(text):
@@ -40,36 +40,6 @@ def student_traceback(traceback, hidden):
     if hidden:  # the cell frame would show the hidden call with its seed: the message alone
         return traceback[-1:]
     return [t for t in traceback if not is_course_frame(t)]
-
-
-def without_course_frames(tb):
-    """A traceback with the frames inside the course package left out (the frame that raised stays if nothing else would)."""
-    import types
-    frames = []
-    while tb is not None:
-        frames.append(tb)
-        tb = tb.tb_next
-    kept = [t for t in frames if not t.tb_frame.f_code.co_filename.startswith(_COURSE + "/")] or frames[-1:]
-    out = None
-    for t in reversed(kept):
-        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
-    return out
-
-
-def install_student_tracebacks(shell=None):
-    """In IPython: an error's traceback (a failed check's, a runner's) shows the student's frames, not the course's.
-
-    Meant for the course package's import (one line in course/__init__.py), so notebooks and the feedback made
-    from them read alike."""
-    if shell is None:
-        try:
-            shell = get_ipython()  # noqa: F821 (defined where IPython runs)
-        except NameError:
-            return
-
-    def handler(self, etype, value, tb, tb_offset=None):
-        self.showtraceback((etype, value, without_course_frames(tb)), tb_offset=tb_offset)
-    shell.set_custom_exc((Exception,), handler)
 
 
 class HideHiddenTests(NbGraderPreprocessor):
