@@ -143,6 +143,11 @@ def parser():
 def main(argv=None):
     """Runs one command; bad input is an error message and exit status 2, with nothing changed."""
     args = parser().parse_args(argv)
+    import signal
+
+    def terminated(signum, frame):
+        raise KeyboardInterrupt  # the same clean stop as Ctrl-C: running students stopped, finished ones kept
+    signal.signal(signal.SIGTERM, terminated)
     try:
         return args.func(args) or 0
     except CourseError as e:

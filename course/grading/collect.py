@@ -125,13 +125,18 @@ def read_download(source, assignment, notebooks):
 
 
 def write_submissions(root, assignment, items, timestamp=None):
-    """Writes the items into submitted/<student>/<assignment>/ (a student's earlier submission is replaced); returns the students."""
+    """Writes the items into submitted/<student>/<assignment>/ (a changed earlier submission is replaced); returns the students written."""
     stamp = (timestamp or datetime.datetime.now()).strftime("%Y-%m-%d %H:%M:%S.%f")
     by_student = {}
     for item in items:
         by_student.setdefault(item.student, []).append(item)
+    changed = []
     for student, mine in sorted(by_student.items()):
         dest = Path(root) / "submitted" / student / assignment
+        if dest.is_dir() and {p.name: p.read_bytes() for p in dest.glob("*.ipynb")} == \
+                {f"{i.notebook}.ipynb": i.data for i in mine}:
+            continue  # collected before, unchanged: its timestamp stays, and so does its grade
+        changed.append(student)
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{assignment}-", dir=dest.parent))
         for item in mine:
@@ -140,7 +145,7 @@ def write_submissions(root, assignment, items, timestamp=None):
         if dest.exists():
             shutil.rmtree(dest)
         tmp.rename(dest)
-    return sorted(by_student)
+    return changed
 
 
 def collect(root, assignment, source=None, exchange=False, dry_run=False):
@@ -167,6 +172,7 @@ def collect(root, assignment, source=None, exchange=False, dry_run=False):
         for i in items:
             print(f"{i.origin} -> submitted/{i.student}/{assignment}/{i.notebook}.ipynb")
         return 0
-    write_submissions(root, assignment, items)
-    print(f"collected {len(items)} notebooks of {assignment} from {len(students)} students into submitted/")
+    changed = write_submissions(root, assignment, items)
+    print(f"collected {len(items)} notebooks of {assignment} from {len(students)} students into submitted/ "
+          f"({len(changed)} new or changed, {len(students) - len(changed)} as collected before)")
     return 0

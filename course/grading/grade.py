@@ -129,8 +129,9 @@ def make_plan(root, assignment, students=None, shard=None, force=False, db=None)
         fp = fingerprint(root, assignment, s, secret, code)
         plan.fingerprints[s] = fp
         before = done.get(s)
-        fresh = (before and before["fingerprint"] == fp and (before["status"] == "failed" or
-                 (s in graded and (root / "autograded" / s / assignment).is_dir())))
+        # a student whose grading failed is tried again: the cause may have been the machine, not the submission
+        fresh = (before and before["fingerprint"] == fp and before["status"] == "graded" and s in graded
+                 and (root / "autograded" / s / assignment).is_dir())
         (plan.unchanged if fresh and not force else plan.todo).append(s)
     return plan
 
@@ -181,9 +182,11 @@ def _worker_env(gpu, threads, extra=None):
 
 
 _running = set()  # the worker processes running now: stopped with their sessions when grading is interrupted
+_stopping = threading.Event()  # set when grading is interrupted: the students stopped then are not recorded
 
 
 def _stop_all():
+    _stopping.set()
     for proc in list(_running):
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -230,11 +233,13 @@ def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, 
           db=None, compile_first=True, timeout=STUDENT_TIMEOUT, quiet=False, warm=True):
     """Grades the changed submissions of an assignment; returns a summary (also written to the state folder as JSON)."""
     plan = make_plan(root, assignment, students, shard, force, db)
+    _stopping.clear()
     gpus = visible_gpus() if gpus is None else gpus
     workers = workers or default_workers(gpus)
     threads = max(1, (os.cpu_count() or 1) // workers)
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
     summary = {"assignment": assignment, "students": len(plan.todo), "unchanged": len(plan.unchanged),
+               "unchanged_students": list(plan.unchanged),
                "workers": workers, "gpus": gpus, "shard": list(shard) if shard else None, "graded": [],
                "failed": {}, "disagreements": [], "kernel_stopped": {}, "timing": {}, "verify": verify}
     say(f"{assignment}: {len(plan.todo)} to grade, {len(plan.unchanged)} unchanged since last graded; "
@@ -311,6 +316,8 @@ def _pool(plan, workers, gpus, make_env, threads, warm_env, verify, timeout, qui
                 else:
                     result = {"ok": False, "reason": f"the grading process stopped (exit code {code}); see {log}"}
                 result["seconds"] = seconds
+                if _stopping.is_set():  # interrupted: not graded, not failed; the next run grades this student
+                    return
                 with lock:  # the course's gradebook: one writer, one student at a time
                     _finish(plan, student, mine, result, summary)
                     per_student[student] = result

@@ -101,7 +101,7 @@ def students_in(url, assignment):
             return []
 
 
-def merge_shard(shard_root, root, assignment, dst_url, students):
+def merge_shard(shard_root, root, assignment, students):
     """Copies a shard's autograded notebooks of the students into the course folder (gradebook rows: merge_student)."""
     for student in students:
         src = Path(shard_root) / "autograded" / student / assignment

@@ -13,6 +13,7 @@ import sys
 
 
 def main(argv):
+    """Asks the warm process for a kernel, passes signals on to it, exits with its status."""
     sock_path, kernel_args = argv[1], argv[2:]
     lifeline_r, lifeline_w = os.pipe()
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -153,7 +153,23 @@ def kernels_stopped(root, assignment, student):
     return out
 
 
+def _end_with_parent():
+    """Ends this worker and everything it started (its session) when `course grade` goes away, however it goes."""
+    import signal
+    import threading
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1)
+        if os.getpgid(0) == os.getpid():  # a session of its own, as course grade starts it
+            os.killpg(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main(argv=None):
+    """Grades one student (or, with --verify-child, re-runs notebooks as the shared judge)."""
     if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--verify-child":
         return _verify_child(sys.argv[2], sys.argv[3:])
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -164,6 +180,7 @@ def main(argv=None):
     p.add_argument("--result", required=True)
     p.add_argument("--verify", action="store_true")
     args = p.parse_args(argv)
+    _end_with_parent()
     from .seeds import load_secret
     result = {"student": args.student, "timing": {}}
     t = time.perf_counter()

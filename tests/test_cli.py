@@ -1,0 +1,415 @@
+"""The instructor's commands, `python -m course ...`, on CPU: each command, its bad inputs, and grades equal to nbgrader's.
+
+The fast tests call the pieces directly; the slow ones release grayscale, collect a class from an LMS zip,
+grade it (stopped halfway, then resumed), and judge the outcome: the gradebook, the ledger, the feedback and
+the export, never the lines the commands happen to log.
+"""
+import csv
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook, new_output
+
+from course.grading import seeds
+from course.grading.collect import read_download
+from course.grading.compile import compile_jobs
+from course.grading.export import failure_message
+from course.grading.feedback import HideHiddenTests
+from course.grading.gradebook import grades
+from course.grading.grade import in_shard
+from course.grading.layout import CourseError
+from course.grading.merge import remove_student
+from course.grading.submissions import write_submissions
+from tests.test_pipeline import EXPECTED_PASSES, L0, L3
+from tests.test_release import ROOT, nbgrader
+
+SECRET = "the instructor's secret for these tests"
+COMMANDS = ("doctor", "release", "collect", "grade", "verify", "merge", "feedback", "export")
+CLASS = ("alice", "bob", "carol", "dave", "mallory")  # examples/ and tests/tamper/: right, mistakes, nothing, attacks
+NOTEBOOKS = (L0, "02_L1_run_kernel", "03_L2_blk_kernel", L3)
+
+
+def course(*args, cwd, check=True, timeout=3600):
+    """Runs `python -m course ARGS` in a course folder with the tests' grading secret."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           seeds.SECRET_ENV: SECRET}
+    proc = subprocess.run([sys.executable, "-m", "course", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    if check:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def course_folder(tmp_path, released=True):
+    """A course folder with source/ and the configuration (and the committed release, without nbgrader's gradebook)."""
+    shutil.copytree(ROOT / "source", tmp_path / "source")
+    shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
+    if released:
+        shutil.copytree(ROOT / "release", tmp_path / "release")
+    return tmp_path
+
+
+def snapshot(folder):
+    """Every file under folder with its bytes: to show a command changed nothing."""
+    folder = Path(folder)
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def lms_zip(path, submitted, students, style="canvas"):
+    """A zip as an LMS hands it out: Canvas's flat student_id_id_notebook.ipynb, or a folder per student."""
+    with zipfile.ZipFile(path, "w") as z:
+        for i, s in enumerate(students):
+            for nb in sorted((Path(submitted) / s / "grayscale").glob("*.ipynb")):
+                name = f"{s}_{1000 + i}_{2000 + i}_{nb.name}" if style == "canvas" else f"{s}/{nb.name}"
+                z.write(nb, name)
+    return path
+
+
+# ---- fast: the pieces, and bad input
+
+
+def test_every_command_has_help():
+    for name in COMMANDS:
+        proc = subprocess.run([sys.executable, "-m", "course", name, "--help"], capture_output=True, text=True)
+        assert proc.returncode == 0 and "usage: python -m course " + name in proc.stdout, proc.stderr
+
+
+def test_personal_seeds_differ_per_student_and_repeat_exactly():
+    secret = b"s"
+    a, b = seeds.personal_seed(4021, "alice", secret), seeds.personal_seed(4021, "bob", secret)
+    assert a != b and a == seeds.personal_seed(4021, "alice", secret) and a != seeds.personal_seed(4021, "alice", b"t")
+    source = '"""docstring, seed=1"""\n### BEGIN HIDDEN TESTS\ncheck_rgb2grey(rgb2grey_py, "random", seed=4021)\n'
+    assert seeds.personal_source(source, "alice", secret) == source.replace("seed=4021", f"seed={a}")
+    assert seeds.personal_source(source, "alice", None) == source  # no secret: the seeds as written
+
+
+def test_feedback_shows_a_hidden_tests_verdict_but_not_its_code_or_the_courses_frames():
+    trace = ["\x1b[31m-----\x1b[39m", "AssertionError   Traceback (most recent call last)",
+             "\x1b[36mCell\x1b[39m In[3], line 3\n----> 3 check_rgb2grey(rgb2grey_py, \"random\", seed=7351)",
+             f"\x1b[36mFile \x1b[39m\x1b[32m{ROOT}/course/topics/grayscale.py:319\x1b[39m, in check_rgb2grey",
+             "\x1b[31mAssertionError\x1b[39m: 3 of 259 pixels are wrong"]
+    meta = {"nbgrader": {"grade": True, "solution": False, "grade_id": "t", "points": 1, "locked": True}}
+    hidden = new_code_cell('"""hidden sizes"""\n### BEGIN HIDDEN TESTS\ncheck_rgb2grey(rgb2grey_py, "random", '
+                           'seed=7351)\n### END HIDDEN TESTS', metadata=meta)
+    visible = new_code_cell('"""tiny"""\ncheck_rgb2grey(rgb2grey_py, "tiny")', metadata=dict(meta))
+    for cell in (hidden, visible):
+        cell.outputs = [new_output("error", ename="AssertionError", evalue="3 of 259 pixels are wrong",
+                                   traceback=list(trace))]
+    nb, _ = HideHiddenTests().preprocess(new_notebook(cells=[hidden, visible]), {})
+    assert "seed" not in nb.cells[0].source and "HIDDEN" not in nb.cells[0].source
+    assert nb.cells[0].outputs[0].traceback == trace[-1:]
+    assert [t for t in nb.cells[1].outputs[0].traceback if "course/" in t] == []
+    assert any("Cell" in t for t in nb.cells[1].outputs[0].traceback)
+
+
+def test_in_the_notebook_a_failed_check_shows_the_call_and_the_message_only(capsys):
+    from IPython.core.interactiveshell import InteractiveShell
+    from course.tracebacks import install_student_tracebacks
+    shell = InteractiveShell.instance()
+    install_student_tracebacks(shell)
+    shell.run_cell("import torch\nfrom course import check_rgb2grey\n"
+                   "def grey(x):\n    return torch.zeros(x.shape[1:], dtype=torch.uint8)")
+    shell.run_cell('check_rgb2grey(grey, "tiny")')
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert 'check_rgb2grey(grey, "tiny")' in shown and "1 of 1 pixels are wrong" in shown
+    assert "course/" not in shown
+
+
+def test_importing_the_course_in_a_notebook_hides_its_frames():
+    script = ("from IPython.core.interactiveshell import InteractiveShell\n"
+              "shell = InteractiveShell.instance()\n"
+              "shell.run_cell('import torch\\nfrom course import check_rgb2grey\\n"
+              "def grey(x):\\n    return torch.zeros(x.shape[1:], dtype=torch.uint8)')\n"
+              "shell.run_cell('check_rgb2grey(grey, \"tiny\")')\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    shown = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout)
+    assert 'check_rgb2grey(grey, "tiny")' in shown and "1 of 1 pixels are wrong" in shown
+    assert "course/" not in shown, shown
+
+
+def test_compile_jobs_reads_the_cuda_sources_without_running_the_notebook():
+    jobs = compile_jobs(nbformat.read(ROOT / "release" / "grayscale" / f"{L3}.ipynb", as_version=4))
+    assert [j["funcs"] for j in jobs] == [["rgb_to_grayscale"]]
+    assert "// YOUR CODE HERE" in jobs[0]["cuda_src"] and jobs[0]["cpp_src"].startswith("torch::Tensor")
+
+
+def test_shards_split_the_class_once():
+    students = [f"s{i}" for i in range(50)]
+    shards = [{s for s in students if in_shard(s, (i, 3))} for i in (1, 2, 3)]
+    assert sum(map(len, shards)) == 50 and set().union(*shards) == set(students) and all(shards)
+
+
+def test_the_class_failed_message_groups_the_same_mistake():
+    cell = {"outputs": [{"output_type": "error", "ename": "AssertionError",
+                         "evalue": "rgb2grey_py: 148 of 11,160 pixels are wrong for a 72x155 image.\n  first at row 1\n"
+                                   "Hint: check the weights; the exercise's are 0.2989, 0.5870, 0.1140."}]}
+    other = json.loads(json.dumps(cell).replace("148 of 11,160", "3 of 259").replace("72x155", "7x37"))
+    assert failure_message(cell) == failure_message(other) == \
+        "rgb2grey_py: N of N pixels are wrong for a NxN image. | hint: check the weights"
+
+
+def test_collect_reads_canvas_and_folder_layouts(tmp_path):
+    staged = tmp_path / "staged"
+    write_submissions(ROOT / "examples", ROOT / "release", staged, "grayscale")
+    names = list(NOTEBOOKS)
+    canvas = read_download(lms_zip(tmp_path / "c.zip", staged, ["alice", "bob"]), "grayscale", names)
+    assert sorted({(i.student, i.notebook) for i in canvas}) == [(s, n) for s in ("alice", "bob") for n in names]
+    one = read_download(lms_zip(tmp_path / "f.zip", staged, ["carol"], style="folders"), "grayscale", names)
+    assert {i.student for i in one} == {"carol"} and len(one) == 4
+
+
+@pytest.mark.timeout(600)
+def test_collect_refuses_bad_input_and_changes_nothing(tmp_path):
+    root = course_folder(tmp_path / "course")
+    staged = tmp_path / "staged"
+    write_submissions(ROOT / "examples", ROOT / "release", staged, "grayscale")
+    good = lms_zip(tmp_path / "good.zip", staged, ["alice"])
+    course("collect", "grayscale", str(good), cwd=root)
+    before = snapshot(root / "submitted")
+    course("collect", "grayscale", str(good), cwd=root)  # the same download again: nothing changes, timestamps kept
+    assert snapshot(root / "submitted") == before
+    corrupt = tmp_path / "corrupt.zip"
+    corrupt.write_bytes(good.read_bytes()[:300])
+    twice = tmp_path / "twice.zip"
+    shutil.copy(good, twice)
+    with zipfile.ZipFile(twice, "a") as z:
+        z.write(staged / "bob" / "grayscale" / f"{L0}.ipynb", f"alice_9_9_{L0}.ipynb")  # a second L0 for alice
+        z.writestr("bob_9_9_01_L0_loop.ipynb", "{ not json")
+        z.writestr("bob_9_9_report.pdf", "%PDF-1.4")
+    cases = {
+        "does not exist": ("collect", "grayscale", str(tmp_path / "missing.zip")),
+        "not a readable zip": ("collect", "grayscale", str(corrupt)),
+        "2 submissions of 01_L0_loop": ("collect", "grayscale", str(twice)),
+        "not a Jupyter notebook": ("collect", "grayscale", str(twice)),
+        "report.pdf: not a notebook": ("collect", "grayscale", str(twice)),
+        "no assignment 'nope'": ("collect", "nope", str(good)),
+    }
+    for words, args in cases.items():
+        proc = course(*args, cwd=root, check=False)
+        assert proc.returncode == 2 and words in proc.stderr, (words, proc.stderr)
+        assert snapshot(root / "submitted") == before
+    for args, words in ((("grade", "nope"), "no assignment 'nope'"), (("grade", "grayscale", "--shard", "3/2"), "--shard"),
+                        (("grade", "grayscale", "--student", "zoe"), "no submission of grayscale from zoe"),
+                        (("feedback", "grayscale"), "no graded submissions"), (("export", "nope"), "no assignment"),
+                        (("merge", "grayscale"), "no shards"), (("release", "nope"), "no assignment 'nope'")):
+        proc = course(*args, cwd=root, check=False)
+        assert proc.returncode == 2 and words in proc.stderr, (args, proc.stderr)
+    assert snapshot(root / "submitted") == before
+
+
+@pytest.mark.timeout(900)
+def test_doctor_says_this_machine_can_grade(tmp_path):
+    proc = course("doctor", cwd=course_folder(tmp_path))
+    assert "ok    python" in proc.stdout and "ok    a tiny kernel compiled and ran" in proc.stdout
+    assert proc.stdout.strip().endswith("ready to grade")
+
+
+# ---- slow: a class released, collected, graded (stopped halfway and resumed), fed back, exported
+
+def ledger(root):
+    path = root / "autograded" / ".course" / "grayscale" / "ledger.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """A course folder: grayscale released and collected from a Canvas zip, graded, stopped after one student, resumed."""
+    tmp = tmp_path_factory.mktemp("cli")
+    root = course_folder(tmp / "course", released=False)
+    proc = course("release", "grayscale", cwd=root)
+    assert "04_L3_cuda: 1 CUDA source compiles as released" in proc.stdout
+    staged = tmp / "staged"
+    write_submissions(ROOT / "examples", root / "release", staged, "grayscale")
+    write_submissions(ROOT / "tests" / "tamper", root / "release", staged, "grayscale")
+    course("collect", "grayscale", str(lms_zip(tmp / "class.zip", staged, CLASS)), cwd=root)
+    # zed's first notebook reached submitted/ broken (not by collect, which refuses it): it must not stop the class
+    shutil.copytree(root / "submitted" / "carol", root / "submitted" / "zed")
+    (root / "submitted" / "zed" / "grayscale" / f"{L0}.ipynb").write_text("{ truncated")
+    nbgrader_copy = tmp / "nbgrader-course"
+    shutil.copytree(root, nbgrader_copy)
+
+    env = {**os.environ, seeds.SECRET_ENV: SECRET,
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    first = subprocess.Popen([sys.executable, "-m", "course", "grade", "grayscale", "--workers", "2"], cwd=root,
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 3000
+    while not [e for e in ledger(root) if e["status"] == "graded"] and first.poll() is None \
+            and time.monotonic() < deadline:
+        time.sleep(2)
+    first.send_signal(signal.SIGINT)  # the instructor stops it halfway
+    first.communicate(timeout=300)
+    done_before = {e["student"] for e in ledger(root) if e["status"] == "graded"}
+    summary = tmp / "summary.json"
+    resumed = course("grade", "grayscale", "--workers", "2", "--json", str(summary), cwd=root, check=False)
+    assert resumed.returncode == 1, resumed.stdout + resumed.stderr  # zed failed, mallory disagrees
+    return {"root": root, "summary": json.loads(summary.read_text()), "done_before": done_before,
+            "nbgrader": nbgrader_copy, "output": resumed.stdout + resumed.stderr}
+
+
+def table(root):
+    return grades(f"sqlite:///{root / 'gradebook.db'}", "grayscale", root / "release")
+
+
+@pytest.mark.xdist_group("cli-grayscale")
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("student", CLASS)
+def test_each_student_gets_the_marks_their_answers_deserve(graded, student):
+    got = {key for key, row in table(graded["root"]).items() if row[student][0] == row[student][1]}
+    assert got == EXPECTED_PASSES[student]
+
+
+@pytest.mark.xdist_group("cli-grayscale")
+@pytest.mark.timeout(3600)
+def test_a_stop_halfway_keeps_the_finished_students(graded):
+    before, summary = graded["done_before"], graded["summary"]
+    assert before and set(before) <= set(summary["unchanged_students"])
+    assert not set(before) & set(summary["graded"])
+    assert set(summary["graded"]) | set(before) | set(summary["failed"]) == set(CLASS) | {"zed"}
+
+
+@pytest.mark.xdist_group("cli-grayscale")
+@pytest.mark.timeout(3600)
+def test_a_broken_submission_is_recorded_with_its_reason_and_the_class_is_graded(graded):
+    assert list(graded["summary"]["failed"]) == ["zed"]
+    assert "not a Jupyter notebook" in graded["summary"]["failed"]["zed"]
+    assert all("zed" not in row for row in table(graded["root"]).values())
+    stopped = graded["summary"]["kernel_stopped"]
+    assert list(stopped) == ["dave"] and list(stopped["dave"]) == [L0] and "kernel stopped" in stopped["dave"][L0]
+
+
+@pytest.mark.xdist_group("cli-grayscale")
+@pytest.mark.timeout(3600)
+def test_the_clean_rerun_reports_mallorys_redefined_check(graded):
+    disagree = {(s, nb, gid) for s, nb, gid, *_ in graded["summary"]["disagreements"]}
+    assert disagree == {("mallory", L0, f"rgb2grey_py_{t}")
+                        for t in ("tiny", "ragged_sizes", "tall_and_wide", "photo", "hidden_sizes")}
+
+
+@pytest.mark.xdist_group("cli-grayscale")
+@pytest.mark.timeout(3600)
+def test_each_student_gets_hidden_cases_of_their_own(graded):
+    def seed(student):
+        nb = nbformat.read(graded["root"] / "autograded" / student / "grayscale" / f"{L0}.ipynb", as_version=4)
+        cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "rgb2grey_py_hidden_sizes")
+        return int(re.search(r"seed=(\d+)", cell.source).group(1))
+    source = nbformat.read(graded["root"] / "source" / "grayscale" / f"{L0}.ipynb", as_version=4)
+    written = int(re.search(r"seed=(\d+)", next(c.source for c in source.cells if "seed=" in c.source)).group(1))
+    assert seed("alice") == seeds.personal_seed(written, "alice", SECRET.encode())
+    assert len({seed(s) for s in CLASS} | {written}) == len(CLASS) + 1
+
+
+@pytest.mark.xdist_group("cli-grayscale")
+@pytest.mark.timeout(3600)
+def test_the_same_grades_and_messages_as_nbgrader_autograde(graded):
+    other = graded["nbgrader"]
+    env_secret = os.environ.get(seeds.SECRET_ENV)
+    os.environ[seeds.SECRET_ENV] = SECRET
+    try:
+        proc = nbgrader("autograde", "grayscale", "--create", "--force", "--student", "bob", cwd=other)
+    finally:
+        if env_secret is None:
+            os.environ.pop(seeds.SECRET_ENV)
+        else:
+            os.environ[seeds.SECRET_ENV] = env_secret
+    assert proc.returncode == 0, proc.stderr
+    ours, theirs = table(graded["root"]), table(other)
+    assert {k: v["bob"] for k, v in ours.items()} == {k: v["bob"] for k, v in theirs.items()}
+
+    def messages(root):
+        out = {}
+        for name in NOTEBOOKS:
+            nb = nbformat.read(root / "autograded" / "bob" / "grayscale" / f"{name}.ipynb", as_version=4)
+            for c in nb.cells:
+                if seeds.is_test_cell(c):
+                    out[c.metadata["nbgrader"]["grade_id"]] = (c.source, [o.get("evalue", o.get("text", ""))
+                                                                         for o in c.outputs])
+        return out
+    assert messages(graded["root"]) == messages(other)
+
+
+@pytest.mark.xdist_group("cli-grayscale")
+@pytest.mark.timeout(3600)
+def test_feedback_names_each_verdict_and_hides_hidden_tests(graded):
+    root = graded["root"]
+    course("feedback", "grayscale", cwd=root)
+    html = (root / "feedback" / "bob" / "grayscale" / f"{L3}.html").read_text()
+    assert "impossible grid" in html and "never written" in html
+    assert "seed=" not in html and "BEGIN HIDDEN" not in html and "course/harness" not in html
+    assert "course/topics" not in html and "the hidden tests run here" in html
+    assert "rgb2grey_py: random passed" in (root / "feedback" / "alice" / "grayscale" / f"{L0}.html").read_text()
+
+
+@pytest.mark.xdist_group("cli-grayscale")
+@pytest.mark.timeout(3600)
+def test_export_writes_grades_and_which_exercise_the_class_failed(graded):
+    root = graded["root"]
+    proc = course("export", "grayscale", cwd=root)
+    rows = {r["student"]: r for r in csv.DictReader(open(root / "exports" / "grayscale-grades.csv"))}
+    assert rows["alice"]["total"] == "26" and rows["carol"]["total"] == "0" and rows["zed"]["status"] == "failed"
+    assert "not a Jupyter notebook" in rows["zed"]["note"] and "kernel stopped" in rows["dave"]["note"]
+    tests = {r["test"]: r for r in csv.DictReader(open(root / "exports" / "grayscale-exercises.csv"))}
+    assert tests["rgb2grey_py_photo"]["passed"] == "3" and tests["rgb2grey_py_photo"]["graded"] == "5"
+    # carol, dave and mallory left the released stub: one message for all three; bob's own mistake is another
+    assert tests["rgb_to_grayscale_cuda_tiny"]["passed"] == "1" and tests["rgb_to_grayscale_cuda_tiny"]["students_with_it"] == "3"
+    assert (root / "exports" / "grayscale-pass-rates.png").stat().st_size > 1000
+    assert "rgb2grey_py_photo" in proc.stdout
+
+
+@pytest.mark.xdist_group("cli-grayscale")
+@pytest.mark.timeout(3600)
+def test_grading_again_grades_only_an_edited_submission(graded, tmp_path):
+    root = shutil.copytree(graded["root"], tmp_path / "course", symlinks=True)
+    again = course("grade", "grayscale", "--no-verify", "--json", str(tmp_path / "a.json"), cwd=root, check=False)
+    assert json.loads((tmp_path / "a.json").read_text())["graded"] == [], again.stderr
+    nb = root / "submitted" / "bob" / "grayscale" / f"{L0}.ipynb"
+    from course.grading.submissions import fill
+    right = (ROOT / "examples" / "grayscale" / "alice" / "rgb2grey_py.py").read_text()
+    nbformat.write(fill(nbformat.read(nb, as_version=4), {"rgb2grey_py": right}), nb)
+    course("grade", "grayscale", "--no-verify", "--json", str(tmp_path / "b.json"), cwd=root, check=False)
+    assert json.loads((tmp_path / "b.json").read_text())["graded"] == ["bob"]
+    assert table(root)[(L0, "rgb2grey_py_photo")]["bob"][0] == 2
+
+
+@pytest.mark.xdist_group("cli-grayscale")
+@pytest.mark.timeout(3600)
+def test_two_shards_merge_into_the_same_gradebook(graded, tmp_path):
+    root = shutil.copytree(graded["root"], tmp_path / "course", symlinks=True)
+    cheapest_first = ("carol", "mallory", "alice", "bob")  # an empty stub grades fastest
+    one = next(s for s in cheapest_first if in_shard(s, (1, 2)))
+    two = next(s for s in cheapest_first if in_shard(s, (2, 2)))
+    for s in (one, two):
+        remove_student(f"sqlite:///{root / 'gradebook.db'}", "grayscale", s)
+    shutil.rmtree(root / "autograded" / ".course")
+    env = {**os.environ, seeds.SECRET_ENV: SECRET,
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    shards = [subprocess.Popen([sys.executable, "-m", "course", "grade", "grayscale", "--shard", shard, "--no-verify",
+                                "--workers", "1", "--student", one, "--student", two], cwd=root, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for shard in ("1/2", "2/2")]
+    for p in shards:
+        out, err = p.communicate(timeout=3000)
+        assert p.returncode == 0, out + err
+    course("merge", "grayscale", cwd=root)
+    ours, reference = table(root), table(graded["root"])
+    for s in (one, two):
+        assert {k: v[s] for k, v in ours.items()} == {k: v[s] for k, v in reference.items()}
+    assert {one, two} <= {e["student"] for e in ledger(root)}
+
+
+def test_grade_refuses_a_course_without_a_release(tmp_path):
+    root = course_folder(tmp_path, released=False)
+    (root / "submitted" / "alice" / "grayscale").mkdir(parents=True)
+    proc = course("grade", "grayscale", cwd=root, check=False)
+    assert proc.returncode == 2 and "release" in proc.stderr
+    with pytest.raises(CourseError):
+        from course.grading.grade import parse_shard
+        parse_shard("x")
