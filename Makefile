@@ -29,7 +29,7 @@ feedback: ## the HTML feedback students get (no hidden test's code or seed), gra
 	for a in $(EXAMPLES); do $(PY) -m course feedback $$a && $(PY) -m course export $$a || exit 1; done
 
 test: setup  ## unit tests, the nbgrader pipeline, the corpus, the browser, then nbval over source/ (both cores each)
-	$(PY) -m pytest tests -n $(JOBS) --dist loadgroup --durations=15
+	$(PY) -m pytest tests -n $(JOBS) --dist loadgroup --durations=60
 	$(PY) -m pytest --nbval-lax source -n $(JOBS) --dist loadfile
 
 lab: setup  ## open the course in JupyterLab
