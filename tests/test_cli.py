@@ -221,7 +221,7 @@ def ledger(root):
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # a module's fixture is torn down whenever xdist runs another module's test in between
 def graded(tmp_path_factory):
     """A course folder: grayscale released and collected from a Canvas zip, graded, stopped after one student, resumed."""
     tmp = tmp_path_factory.mktemp("cli")

@@ -281,7 +281,7 @@ CUDA = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # a module's fixture is torn down whenever xdist runs another module's test in between
 def sources():
     alice = cuda("alice")
     return {

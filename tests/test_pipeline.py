@@ -96,7 +96,7 @@ def autograded_course(tmp_path_factory, assignment, expected_students, provoked)
     return course
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # a module's fixture is torn down whenever xdist runs another module's test in between
 def graded(tmp_path_factory):
     return autograded_course(tmp_path_factory, "grayscale", STUDENTS, PROVOKED)
 
@@ -230,7 +230,7 @@ MATMUL_PASSES = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # a module's fixture is torn down whenever xdist runs another module's test in between
 def graded_matmul(tmp_path_factory):
     return autograded_course(tmp_path_factory, "matmul", sorted(MATMUL_PASSES), set())
 

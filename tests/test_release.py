@@ -23,7 +23,7 @@ def nbgrader(*args, cwd, timeout=1800):
                           capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # a module's fixture is torn down whenever xdist runs another module's test in between
 def regenerated(tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
     shutil.copytree(ROOT / "source", course / "source")

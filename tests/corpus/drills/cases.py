@@ -12,7 +12,7 @@ named must pass. What the tests feed an answer:
     0x7 + 0x1 + 2x3, hidden random shapes (every other one negative), memory and integrity on the ragged shapes.
   drill 3 (guard.py): whole blocks 16x32 + 1x256 (right pixels), ragged 7x37 + 33x31 + 1x1 (IndexError past n).
   drill 4 (threads.py, timer.py): every block size 32..1024 on 1x1, 7x37 + 33x31 + 1x2049, the photo, hidden
-    sizes, memory, integrity; the timer on 20 ms of launch-like work and on a 300 ms first call.
+    sizes, memory, integrity; the timer on 20 ms of launch-like work and on a 600 ms first call.
   drill 5: matmul's checks (digits, ragged, large: 1024^3, 512^3 in CPU mode, memory).
   drill 6 (blocking.py): the script in two fresh processes, CUDA_LAUNCH_BLOCKING=0 and =1.
   drill 7 (printf.py): the printed lines for the photo and a 1x3 image; the pixels on the ragged sizes.
@@ -161,7 +161,7 @@ CASES = {
     "d4_timer_seconds": Case(
         "drill4_timer", "times in seconds, not milliseconds", {"waits": "in seconds", "warmup": "in seconds"}),
     "d4_timer_mean_no_warmup": Case(
-        "drill4_timer", "no warm-up and the mean of the repeats: the 300 ms first call pulls the answer up",
+        "drill4_timer", "no warm-up and the mean of the repeats: the 600 ms first call pulls the answer up",
         {"warmup": "warm-up"}),
     "d4_timer_right_total_over_reps": Case(
         "drill4_timer", "right: one synchronize() around all the repeats, the total divided by their number"),
