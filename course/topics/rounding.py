@@ -97,15 +97,15 @@ def _candidates(x):
     """{mistake: its grey image} for the ways of computing a grey value that round in another order than the reference."""
     r, g, b = x.double()
     w0, w1, w2 = W32
+    double = (0.2989 * r + 0.5870 * g) + 0.1140 * b
+    flat = (r.flatten(), g.flatten(), b.flatten())
     ways = {
         "fma_nvcc": _fma(w2, b, _fma(w0, r, _f32(w1 * g))),
         "fma_in_order": _fma(w2, b, _fma(w1, g, _f32(w0 * r))),
         "fma_reversed": _fma(w0, r, _fma(w1, g, _f32(w2 * b))),
-        "double": (0.2989 * r + 0.5870 * g) + 0.1140 * b,
-        "double_fma_nvcc": _double_fma(r.flatten(), g.flatten(), b.flatten(),
-                                       ((0.2989 * r + 0.5870 * g) + 0.1140 * b).flatten(), "nvcc").view(r.shape),
-        "double_fma_in_order": _double_fma(r.flatten(), g.flatten(), b.flatten(),
-                                           ((0.2989 * r + 0.5870 * g) + 0.1140 * b).flatten(), "in_order").view(r.shape),
+        "double": double,
+        "double_fma_nvcc": _double_fma(*flat, double.flatten(), "nvcc").view(r.shape),
+        "double_fma_in_order": _double_fma(*flat, double.flatten(), "in_order").view(r.shape),
         "order_r_gb": _f32(_f32(w0 * r) + _f32(_f32(w1 * g) + _f32(w2 * b))),
         "order_rb_g": _f32(_f32(_f32(w0 * r) + _f32(w2 * b)) + _f32(w1 * g)),
     }
