@@ -28,9 +28,8 @@ grade: release  ## the example submissions graded (several students at once, res
 feedback: ## the HTML feedback students get (no hidden test's code or seed), grades and pass rates exported
 	for a in $(EXAMPLES); do $(PY) -m course feedback $$a && $(PY) -m course export $$a || exit 1; done
 
-test: setup  ## unit tests, the nbgrader pipeline, the corpus, the browser, then nbval over source/ (both cores each)
-	$(PY) -m pytest tests -n $(JOBS) --dist loadgroup --durations=60
-	$(PY) -m pytest --nbval-lax source -n $(JOBS) --dist loadfile
+test: setup  ## unit tests, the corpus, nbgrader end to end, the browser and every source notebook (nbval), one session on every core
+	$(PY) -m pytest tests source --nbval-lax -n $(JOBS) --dist loadgroup --durations=60
 
 lab: setup  ## open the course in JupyterLab
 	jupyter lab release

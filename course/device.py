@@ -1,7 +1,6 @@
 """Where kernels run: the GPU when there is one, else the CPU (CPU mode), with a plain message for what needs a GPU."""
 import os
 
-import torch
 
 
 class GPUNeeded(AssertionError):
@@ -10,6 +9,7 @@ class GPUNeeded(AssertionError):
 
 def has_gpu():
     """True when PyTorch sees a CUDA GPU."""
+    import torch  # here, not above: `python -m course` imports this package and needs no torch for most commands
     return torch.cuda.is_available()
 
 
@@ -25,12 +25,14 @@ def cpu_mode():
 
 def device():
     """The device lessons put tensors on: cpu in CPU mode (or without a GPU), else cuda."""
+    import torch
     return torch.device("cpu" if cpu_mode() or not has_gpu() else "cuda")
 
 
 def synchronize():
     """Waits until the GPU has finished the kernels launched so far; nothing to wait for in CPU mode."""
     if not cpu_mode() and has_gpu():
+        import torch
         torch.cuda.synchronize()
 
 

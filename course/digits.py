@@ -2,14 +2,13 @@
 from functools import lru_cache
 from pathlib import Path
 
-import torch
-
 DATA = Path(__file__).resolve().parent / "data"
 GRID = (25, 40)  # digits.png holds the digits in 25 rows of 40, each 28x28 pixels
 
 
 @lru_cache(maxsize=None)
 def _load():
+    import torch  # here: importing the course (as `python -m course` does) needs no torch
     from torchvision.io import ImageReadMode, decode_png, read_file
     grid = decode_png(read_file(str(DATA / "digits.png")), ImageReadMode.GRAY)[0]  # (700, 1120) uint8
     rows, cols = GRID
@@ -30,6 +29,7 @@ def digits(n=5, flat=True):
 def show_digits(x, labels=None, ncols=10, scale=1.0):
     """Shows digits, (n, 784) or (n, 28, 28), as a grid with torchvision's make_grid (taught in matmul/L0)."""
     import matplotlib.pyplot as plt
+    import torch
     from torchvision.utils import make_grid
     x = torch.as_tensor(x).detach().cpu().float().reshape(-1, 1, 28, 28)
     grid = make_grid(x, nrow=ncols, padding=2, pad_value=1.0)[0]

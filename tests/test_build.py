@@ -33,6 +33,8 @@ torch::Tensor rgb_to_grayscale(torch::Tensor input) {
 }
 """
 
+pytestmark = pytest.mark.xdist_group("build")  # one worker: the cold precompiled headers of each mode are built once
+
 
 def student_line(src, needle):
     """The line of the student's cell holding needle: counted after cuda_begin, as load_cuda's messages count."""

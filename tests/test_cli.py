@@ -84,6 +84,12 @@ def test_every_command_has_help():
         assert proc.returncode == 0 and "usage: python -m course " + name in proc.stdout, proc.stderr
 
 
+def test_the_command_line_starts_without_torch():
+    # an instructor's `course collect`, `merge` or `--help` should not wait seconds for PyTorch to load
+    script = "import sys, course.grading.cli; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", script], timeout=120).returncode == 0
+
+
 def test_personal_seeds_differ_per_student_and_repeat_exactly():
     secret = b"s"
     a, b = seeds.personal_seed(4021, "alice", secret), seeds.personal_seed(4021, "bob", secret)

@@ -11,6 +11,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course.device import cpu_mode
 from course.grading.gradebook import grade_table, grades
 from course.grading.autograde import SafeExecute  # noqa: F401 (the execute step under test, configured in nbgrader_config)
 from course.grading.submissions import fill, write_submissions
@@ -252,3 +253,41 @@ def test_the_released_matmul_stubs_compile_and_reverification_agrees(graded_matm
         assert not [o for o in compile_cell.outputs if o.output_type == "error"], nb
     rows = verify("matmul", graded_matmul, students=["alice", "bob"], notebooks=[M0, M3, M5], workers=2)
     assert rows and not disagreements(rows)
+
+
+# ---- drills: the example students (examples/drills/README.md explains each mistake)
+DRILL_NOTEBOOKS = ("01_byte_identical", "02_row_reductions", "03_guard_left_out", "04_threads_per_block",
+                   "05_matmul_small_then_large", "06_launch_blocking", "07_printf", "08_next_kernel_plan")
+WRITTEN = {"drill1_answer", "drill3_answer", "drill4_answer", "drill5_answer", "drill6_answer", "drill8_plan"}
+BOBS_FAILURES = (
+    {f"drill1_exact_cuda_{t}" for t in ("edges", "large", "hidden_sizes")}  # __fmaf_rn: the fused bytes
+    | {f"drill2_rows_{rung}_max_{t}" for rung in ("py", "pyk", "pybk") for t in ("shapes", "negative")}  # max from 0
+    | {f"drill2_row_max_cuda_{t}" for t in ("ragged_sizes", "negative", "hidden_sizes", "memory", "integrity")}
+    | {"drill3_no_guard_ragged",  # kept the guard
+       "drill4_timer_waits",  # no synchronize()
+       "drill5_matmul_cuda_ragged_sizes", "drill5_matmul_cuda_memory",  # the grid's x and y swapped
+       "drill7_printf_cuda_photo",  # i <= 5
+       "drill8_l0_examples"}  # one example
+    # nothing waits after the launch: on a GPU the error never shows; CPU mode raises at the launch itself
+    | (set() if cpu_mode() else {"drill6_script_blocking"}))
+
+
+@pytest.fixture(scope="session")  # a module's fixture is torn down whenever xdist runs another module's test in between
+def graded_drills(tmp_path_factory):
+    return autograded_course(tmp_path_factory, "drills", ["alice", "bob", "carol"], set())
+
+
+@pytest.mark.xdist_group("pipeline-drills")
+def test_each_drills_student_gets_the_marks_their_answers_deserve(graded_drills):
+    table = grades(f"sqlite:///{graded_drills / 'gradebook.db'}", "drills", graded_drills / "release")
+    assert {nb for nb, _ in table} == set(DRILL_NOTEBOOKS)
+    auto = {key for key in table if key[1] not in WRITTEN}
+    assert not {key for key in table if key[1] in WRITTEN and any(row[0] for row in table[key].values())}, \
+        "written answers wait for manual grading"
+    full = {s: {key[1] for key in auto if table[key][s][0] == table[key][s][1]} for s in ("alice", "bob", "carol")}
+    ids = {key[1] for key in auto}
+    assert full["alice"] == ids
+    assert ids - full["bob"] == BOBS_FAILURES
+    assert full["carol"] == set()
+    score = {s: sum(table[key][s][0] for key in auto) for s in full}
+    assert score == {"alice": 64, "bob": 39 if cpu_mode() else 36, "carol": 0}  # examples/drills/README.md
