@@ -395,8 +395,9 @@ def main():
     except Exception as e:  # noqa: B902
         today_scores = {"error": str(e)}
     result["scores"] = {"today": today_scores, "course_by_example": {k: sorted(v) for k, v in expected.items()}}
-    a, b = result["nbgrader"]["per_student"], result["course"]["per_student"]
-    result["speedup"] = round(a / b, 1) if b else None
+    # a path that finished no student within the budget has no figure (its elapsed time is not a student's)
+    a, b = (result[k]["per_student"] if result[k]["finished"] else None for k in ("nbgrader", "course"))
+    result["speedup"] = round(a / b, 1) if a and b else None
     result["total_seconds"] = round(time.monotonic() - start, 1)
     save()
     log("")
@@ -406,7 +407,8 @@ def main():
     log(f"course grade ({result['course'].get('workers', '?')} students at once, warm kernels "
         f"{result['course'].get('warm_kernels')}): {b} s a student ({result['course']['finished']} students in "
         f"{result['course']['seconds']} s)")
-    log(f"speed-up: {result['speedup']}x")
+    log(f"speed-up: {result['speedup']}x" if result["speedup"] else
+        "speed-up: no figure (a path finished no student within the budget: give it more with --budget)")
     if "verify" in result:
         log(f"clean re-run (course verify, both paths need it): {result['verify']['per_student']} s a student "
             f"over {result['verify']['students']} students")

@@ -246,8 +246,10 @@ def graded(tmp_path_factory):
 
     env = {**os.environ, seeds.SECRET_ENV: SECRET,
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    # as a background job of a script starts it (SIGINT ignored): the stop below must work all the same
     first = subprocess.Popen([sys.executable, "-m", "course", "grade", "grayscale", "--workers", "2"], cwd=root,
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     deadline = time.monotonic() + 3000
     while not [e for e in ledger(root) if e["status"] == "graded"] and first.poll() is None \
             and time.monotonic() < deadline:

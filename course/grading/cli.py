@@ -148,6 +148,9 @@ def main(argv=None):
     def terminated(signum, frame):
         raise KeyboardInterrupt  # the same clean stop as Ctrl-C: running students stopped, finished ones kept
     signal.signal(signal.SIGTERM, terminated)
+    # A background job of a script (`course grade ... &`, CI) starts with SIGINT ignored, and Python then leaves
+    # it ignored: Ctrl-C or `kill -INT` would not stop a class halfway. Stop on it all the same.
+    signal.signal(signal.SIGINT, terminated)
     try:
         return args.func(args) or 0
     except CourseError as e:
