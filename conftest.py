@@ -15,7 +15,7 @@ SLOW_FIRST = ("cli-grayscale", "corpus", "pipeline-grayscale", "pipeline-matmul"
 
 def _group(item):
     marker = item.get_closest_marker("xdist_group")
-    return (marker.kwargs.get("name") or (marker.args[0] if marker.args else None)) if marker else None
+    return (marker.args[0] if marker.args else marker.kwargs.get("name")) if marker else None  # as xdist reads it
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups

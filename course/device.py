@@ -2,7 +2,6 @@
 import os
 
 
-
 class GPUNeeded(AssertionError):
     """Raised by what can only run on an NVIDIA GPU, where PyTorch sees none."""
 
