@@ -59,13 +59,6 @@ def _describe(y):
     return Run(value=y.detach().cpu(), device=str(y.device), contiguous=y.is_contiguous())
 
 
-def warm_profiler():
-    """Starts PyTorch's CPU profiler once (about 2 s): a process forked afterwards profiles in milliseconds."""
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CPU]):
-        torch.zeros(1).add_(1)
-
-
 def _profiled(fn, args, cpu):
     """Calls fn under PyTorch's profiler: its result and the (kind, name) of the operations and kernels it ran."""
     from torch.profiler import ProfilerActivity, profile

@@ -22,7 +22,7 @@ import torch
 from ..build import CompileError, build_name, build_root, built, module_path
 from ..build.load import sources_of
 from ..build.toolkit import cuda_tool, quiet_cpp_extension
-from ..device import cpu_mode, has_gpu, require_gpu
+from ..device import cpu_mode, require_gpu
 from . import integrity
 from .child import Job
 from .evidence import guard_hint
@@ -111,12 +111,8 @@ def _spawned(cmd, env, log, timeout):
             return None
 
 
-def in_child(task, args, log, timeout, sanitizer=None, env=None, profiled=False):
-    """Runs child.<task>(*args) in a fresh process: forked from the warm server, or started under sanitizer; its exit code, None after a timeout.
-
-    profiled: the child will use PyTorch's profiler; without a GPU the server starts it first, once (the profiler's
-    start asks CUDA for its devices, which a server that forks CUDA children must never do).
-    """
+def in_child(task, args, log, timeout, sanitizer=None, env=None):
+    """Runs child.<task>(*args) in a fresh process: forked from the warm server, or started under sanitizer; its exit code, None after a timeout."""
     global _server
     if sanitizer is None and env is None:
         try:
@@ -124,7 +120,7 @@ def in_child(task, args, log, timeout, sanitizer=None, env=None, profiled=False)
             with _server_lock:
                 if _server is None or not _server.alive():
                     _server = Server(env=_child_env())
-            return _server.run(task, args, log, timeout, warm_profiler=profiled and not has_gpu())
+            return _server.run(task, args, log, timeout)
         except OSError:  # no warm server to be had: a fresh interpreter does the same, slower
             pass
     cmd = (sanitizer or []) + [sys.executable, "-m", "course.harness.child", task, *map(str, args)]
@@ -153,8 +149,7 @@ def run_and_judge(job, timeout=None):
             sanitizer = [tool, *which, "--error-exitcode", str(SANITIZER_EXIT), "--print-limit", "4",
                          "--show-backtrace", "no"]
             env = dict(_child_env(), PYTORCH_NO_CUDA_MEMORY_CACHING="1")  # each tensor its own allocation: exact bounds
-        code = in_child("run", [job_path, result], log, timeout * (3 if sanitized else 1), sanitizer, env,
-                        profiled=job.mode == "integrity")
+        code = in_child("run", [job_path, result], log, timeout * (3 if sanitized else 1), sanitizer, env)
         if code is None:
             _hung.add(job.module)
             raise KernelFailed(f"your function did not finish within {timeout * (3 if sanitized else 1)} s and was "

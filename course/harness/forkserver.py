@@ -25,7 +25,7 @@ def _serve():
     signal.signal(signal.SIGCHLD, lambda *_: None)
     sel.register(sys.stdin.fileno(), selectors.EVENT_READ, "job")
     sel.register(wake_r, selectors.EVENT_READ, "reap")
-    running, buffer, warmed = {}, b"", False
+    running, buffer = {}, b""
 
     def say(msg):
         os.write(1, (json.dumps(msg) + "\n").encode())
@@ -47,9 +47,6 @@ def _serve():
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
                 req = json.loads(line)
-                if req.get("warm_profiler") and not warmed:
-                    child.warm_profiler()  # here, once: each forked child would pay the profiler's start again
-                    warmed = True
                 pid = os.fork()
                 if pid == 0:
                     code = 1
@@ -102,16 +99,13 @@ class Server:
             self.done.wait_for(lambda: key in self.replies.get(job_id, {}) or None in self.replies, timeout)
             return self.replies.get(job_id, {}).get(key)
 
-    def run(self, task, args, log, timeout, warm_profiler=False):
-        """Runs child.<task>(*args) in a forked child with output to log: its exit code, or None after timeout (then killed).
-
-        warm_profiler: start PyTorch's CPU profiler in the server first (once), only where there is no GPU.
-        """
+    def run(self, task, args, log, timeout):
+        """Runs child.<task>(*args) in a forked child with output to log: its exit code, or None after timeout (then killed)."""
         with self.lock:
             self.next_id += 1
             job_id = self.next_id
             self.proc.stdin.write((json.dumps({"id": job_id, "task": task, "args": [str(a) for a in args],
-                                               "log": str(log), "warm_profiler": warm_profiler}) + "\n").encode())
+                                               "log": str(log)}) + "\n").encode())
             self.proc.stdin.flush()
         pid = self._wait(job_id, "pid", 120)
         if pid is None:
