@@ -2,7 +2,10 @@
 
 The kernels are read from the notebooks themselves (source/matmul/04_L3_cuda and 05_tiling: the cells
 that assign `*_src = cuda_begin + ...`, and the solutions), so the figures are those of what the course
-teaches. Run it on the GPU host: python benchmarks/matmul.py [--json FILE] [--sizes 1024 4096].
+teaches. One more is the benchmark's own: the 16x16 tiled kernel (one output a thread) reading shared
+memory four floats at a time, to measure what 05_tiling says of it (no faster: an SM's shared memory
+delivers 128 bytes a cycle however they are asked for, and each multiply-add needs 8 bytes a thread).
+Run it on the GPU host: python benchmarks/matmul.py [--json FILE] [--sizes 1024 4096].
 """
 import argparse
 import json
@@ -21,9 +24,49 @@ KERNELS = {
     "naive (L3)": ("04_L3_cuda", "cuda_src", "matmul", ()),
     "tiled 16 (static)": ("05_tiling", "tiled_src", "matmul_static", ()),
     "tiled 32 (template)": ("05_tiling", "dyn_src", "matmul_tiled", (32,)),
+    "tiled 16, float4 reads": (None, "WIDE_SRC", "matmul_wide", ()),
     "tiled, 2x2 a thread": ("05_tiling", "coarse_src", "matmul_2x2", ()),
     "8x8 a thread (register tiling)": ("05_tiling", "rt_src", "matmul_rt", ()),
 }
+
+
+# The tiled kernel with 128-bit shared-memory reads: m's tile row-major, n's tile stored transposed, so the four
+# values a thread needs next are adjacent in both; rows padded by 4 floats (16-byte aligned, fewer bank conflicts).
+WIDE_SRC = cuda_begin + r"""
+constexpr int TW = 16, TK = 16;
+__global__ void matmul_wide_k(const float* __restrict__ m, const float* __restrict__ n, float* __restrict__ out,
+                              int h, int w, int k) {
+    __shared__ __align__(16) float ms[TW][TK + 4];
+    __shared__ __align__(16) float nt[TW][TK + 4];
+    int tc = threadIdx.x, tr = threadIdx.y;
+    int r = blockIdx.y*TW + tr, c = blockIdx.x*TW + tc;
+    float p = 0.0f;
+    for (int idx = 0; idx < k; idx += TK) {
+        ms[tr][tc] = r < h && idx + tc < k ? m[r*k + idx + tc] : 0.0f;
+        nt[tc][tr] = c < w && idx + tr < k ? n[(idx + tr)*w + c] : 0.0f;
+        __syncthreads();
+        #pragma unroll
+        for (int i = 0; i < TK; i += 4) {
+            float4 a = *reinterpret_cast<const float4*>(&ms[tr][i]);
+            float4 b = *reinterpret_cast<const float4*>(&nt[tc][i]);
+            p += a.x*b.x; p += a.y*b.y; p += a.z*b.z; p += a.w*b.w;
+        }
+        __syncthreads();
+    }
+    if (r < h && c < w) out[r*w + c] = p;
+}
+
+torch::Tensor matmul_wide(torch::Tensor m, torch::Tensor n) {
+    CHECK_INPUT(m); CHECK_INPUT(n);
+    int h = m.size(0), w = n.size(1), k = m.size(1);
+    TORCH_CHECK(k == n.size(0), "Size mismatch!");
+    auto out = torch::empty({h, w}, m.options());
+    matmul_wide_k<<<dim3(cdiv(w, TW), cdiv(h, TW)), dim3(TW, TW)>>>(m.data_ptr<float>(), n.data_ptr<float>(),
+                                                                   out.data_ptr<float>(), h, w, k);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+}
+"""
 
 
 def sources(notebook):
@@ -52,7 +95,7 @@ def main(argv=None):
         raise SystemExit("needs a GPU: these are GPU timings")
     funcs = {}
     for name, (notebook, var, func, extra) in KERNELS.items():
-        src = sources(notebook)[var]
+        src = sources(notebook)[var] if notebook else globals()[var]
         module = load_cuda(src, declaration(src, func), [func], opt=True)
         funcs[name] = (getattr(module, func), extra)
     report = {"host": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,

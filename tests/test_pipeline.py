@@ -251,7 +251,9 @@ def test_the_released_matmul_stubs_compile_and_reverification_agrees(graded_matm
         cells = nbformat.read(graded_matmul / "autograded" / "carol" / "matmul" / f"{nb}.ipynb", as_version=4).cells
         compile_cell = next(c for c in cells if "load_cuda(" in c.source)  # the exercise's cell: the stub compiles there
         assert not [o for o in compile_cell.outputs if o.output_type == "error"], nb
-    rows = verify("matmul", graded_matmul, students=["alice", "bob"], notebooks=[M0, M3, M5], workers=2)
+    # bob: some tests passed and some failed in each notebook, so agreement means something both ways
+    rows = verify("matmul", graded_matmul, students=["bob"], notebooks=[M0, M3, M5], workers=2)
+    assert {r[4] for r in rows} == {True, False}
     assert rows and not disagreements(rows)
 
 

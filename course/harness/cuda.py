@@ -33,7 +33,7 @@ SANITIZER_EXIT = 86  # compute-sanitizer's exit status when it found errors
 MODES = ("memory", "race", "integrity")
 
 _hung = set()  # compiled modules that hung in this process: later checks fail at once
-_server, _server_lock = None, threading.Lock()
+_servers, _server_lock = {}, threading.Lock()  # "run" and "judge": a warm server for each kind of child
 
 
 class KernelFailed(AssertionError):
@@ -113,14 +113,14 @@ def _spawned(cmd, env, log, timeout):
 
 def in_child(task, args, log, timeout, sanitizer=None, env=None):
     """Runs child.<task>(*args) in a fresh process: forked from the warm server, or started under sanitizer; its exit code, None after a timeout."""
-    global _server
     if sanitizer is None and env is None:
         try:
             from .forkserver import Server
             with _server_lock:
-                if _server is None or not _server.alive():
-                    _server = Server(env=_child_env())
-            return _server.run(task, args, log, timeout)
+                for kind in ("run", "judge"):  # both start at once: the first judge need not wait for its server
+                    if kind not in _servers or not _servers[kind].alive():
+                        _servers[kind] = Server(env=_child_env(), judges=kind == "judge")
+            return _servers[task].run(task, args, log, timeout)
         except OSError:  # no warm server to be had: a fresh interpreter does the same, slower
             pass
     cmd = (sanitizer or []) + [sys.executable, "-m", "course.harness.child", task, *map(str, args)]

@@ -14,10 +14,12 @@ import sys
 import threading
 
 
-def _serve():
+def _serve(judges=False):
     import torch  # noqa: F401 (the point of the server: imported once)
 
     from course.harness import child
+    if judges:  # a server for judges also imports what judging needs; one for runs holds nothing more, so that
+        child.preload()  # a run child's tensors land where they always did (CPU mode's far accesses depend on it)
     sel = selectors.DefaultSelector()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -73,8 +75,9 @@ def _serve():
 class Server:
     """The client side: starts the server, sends jobs, waits for their children."""
 
-    def __init__(self, env=None):
-        self.proc = subprocess.Popen([sys.executable, "-m", "course.harness.forkserver"], stdin=subprocess.PIPE,
+    def __init__(self, env=None, judges=False):
+        self.proc = subprocess.Popen([sys.executable, "-m", "course.harness.forkserver", *(["judges"] if judges else [])],
+                                     stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self.lock, self.done = threading.Lock(), threading.Condition()
         self.replies, self.next_id = {}, 0
@@ -130,5 +133,5 @@ class Server:
             self.proc.wait(timeout=30)
 
 
-if __name__ == "__main__":
-    _serve()
+if __name__ == "__main__":  # `python -m course.harness.forkserver [judges]`
+    _serve(judges=sys.argv[1:] == ["judges"])

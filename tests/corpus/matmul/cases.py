@@ -127,8 +127,9 @@ CASES = {
         {"integrity": "did not use shared memory"}),
     "tiled_b_tile_transposed": Case(
         "matmul_tiled_cuda", "fills n's tile with n[(idx + tc)*w + c]: wrong values, and reads past n at the ragged edges"
-        " (so in CPU mode the race check's two runs may read different garbage there: it fails either way)",
-        ti(WRONG, but=("tiny",), memory=OOB, race="")),
+        " (so in CPU mode the race and integrity checks' two runs may read different garbage there: they fail either"
+        " way, as wrong or as two different answers)",
+        ti(WRONG, but=("tiny",), memory=OOB, race="", integrity="")),
 
     # ---- going further, CUDA tiled: known right ----------------------------------------------------------
     "tiled_right_lecture_5_static": Case("matmul_tiled_cuda", "right: lecture 5's matmul_static as it is"),
