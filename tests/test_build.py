@@ -2,6 +2,7 @@
 both modes, the explained torch-arithmetic error, and the one-unit build for what cannot be split."""
 import ast
 import json
+import os
 import re
 from pathlib import Path
 
@@ -353,3 +354,17 @@ def test_split_and_one_unit_builds_agree(mode, monkeypatch):
             assert torch.allclose(m.affine(x, tw), want)
         assert m.affine_calls() == before + 2
         assert torch.equal(m.filled(x, 1.5), torch.full_like(x, 3.0))
+
+
+def test_a_linker_that_fails_gives_way_to_the_default_one(tmp_path, monkeypatch):
+    # As on a host whose gold linker cannot link torch's libraries: CPU mode links with the default linker instead.
+    fake = tmp_path / "bin" / "ld.gold"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'this gold cannot link' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("COMPILER_PATH", str(fake.parent))  # where gcc looks for ld.gold first
+    monkeypatch.setenv("COURSE_CPU_MODE", "1")
+    monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path / "builds"))
+    module = load_cuda(GREY.replace("    int i =", "    // linked by the default linker\n    int i ="), GREY_CPP, ["rgb_to_grayscale"])
+    assert grey_right(module, "cpu")

@@ -150,12 +150,15 @@ def link(objects, path, ldflags, name, binding, fast=False):
     compiler = os.environ.get("CXX") or "c++"
     fd, tmp = tempfile.mkstemp(dir=Path(path).parent, prefix=Path(path).name + ".", suffix=".tmp")
     os.close(fd)
-    cmd = [compiler, *(["-fuse-ld=gold"] if fast and gold() else []), *map(str, objects), "-shared", *ldflags,
-           f"-Wl,--defsym=PyInit_{name}=PyInit_{binding}", "-Wl,-Bsymbolic", "-o", tmp]
     t = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    for linker in (["-fuse-ld=gold"], []) if fast and gold() else ([],):  # gold where it works, else the default
+        cmd = [compiler, *linker, *map(str, objects), "-shared", *ldflags,
+               f"-Wl,--defsym=PyInit_{name}=PyInit_{binding}", "-Wl,-Bsymbolic", "-o", tmp]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode == 0:
+            break
     if proc.returncode != 0:
-        os.unlink(tmp)
+        Path(tmp).unlink(missing_ok=True)  # the compiler removes a failed output itself
         raise RuntimeError(f"linking the module failed:\n{proc.stdout}{proc.stderr}")
     os.chmod(tmp, 0o755)
     os.replace(tmp, path)
