@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from course import CompileError, cuda_begin, load_cuda
-from course.build import split
+from course.build import objects, split
 from course.build.load import build_report
 from course.build.toolkit import cuda_tool
 
@@ -368,3 +368,16 @@ def test_a_linker_that_fails_gives_way_to_the_default_one(tmp_path, monkeypatch)
     monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path / "builds"))
     module = load_cuda(GREY.replace("    int i =", "    // linked by the default linker\n    int i ="), GREY_CPP, ["rgb_to_grayscale"])
     assert grey_right(module, "cpu")
+
+
+def test_a_compiler_that_fails_and_removes_its_output_is_reported_with_its_message(tmp_path):
+    # As g++ does when the disk is full: the output it had begun is gone, and its message must reach the student.
+    fake = tmp_path / "fake-g++"
+    fake.write_text('#!/bin/sh\nwhile [ "$1" != "-o" ]; do shift; done\nrm -f "$2"\n'
+                    'echo "fatal error: error writing to $2: No space left on device"\nexit 1\n')
+    fake.chmod(0o755)
+    job = objects.Job("kernel (g++)", [str(fake)], "int x;\n", ".cpp")
+    with pytest.raises(objects.BuildFailed) as e:
+        objects.compile_all(tmp_path / "builds", [job])
+    assert "No space left on device" in str(e.value)
+    assert not list((tmp_path / "builds" / "objects").glob("*.o*"))

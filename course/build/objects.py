@@ -117,7 +117,7 @@ def compile_all(root, jobs, verbose=False, env=None):
             os.chmod(tmp, 0o644)
             os.replace(tmp, job.obj)
         else:
-            os.unlink(tmp)
+            Path(tmp).unlink(missing_ok=True)  # g++ removes the output of a failed compile itself
             failed.append(job)
         if verbose and job.output:
             print(job.output, flush=True)
