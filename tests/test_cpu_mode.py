@@ -440,3 +440,42 @@ def test_compile_error_points_at_the_students_line(build_dir):
     assert f"cuda_src:{line}:" in msg and "0.2989f*y" in msg and "not declared" in msg
     assert f"cuda_src:{later}:" in msg and "return outptu;" in msg
     assert "ninja" not in msg and len(msg.splitlines()) < 15
+
+
+# ---- CPU mode's memory in a check's child (course/harness/memory.cpp) --------------------------------
+
+MEMORY_PROBE = """
+import sys, torch
+from course.harness.cuda import memory_module
+from course.build.load import import_compiled
+memory = import_compiled(memory_module())
+spans = []
+def protection(address):
+    for line in open("/proc/self/maps"):
+        span, perms = line.split()[:2]
+        lo, hi = (int(x, 16) for x in span.split("-"))
+        if lo <= address < hi:
+            return perms[:3]
+    return "unmapped"
+for mode in ("padded", "guarded_end", "guarded_start"):
+    memory.install(mode, 171)
+    for n in (1, 1000, 6_000_000):
+        t = torch.empty(n, dtype=torch.uint8)
+        p = t.data_ptr()
+        print(mode, n, protection(p + n + 511), protection(p - 1), protection(p + 100_000_000),
+              protection(p - 100_000_000), int(t[0]) if mode == "padded" else "-", protection(p + (1 << 30) - 1))
+"""
+
+
+def test_an_access_far_outside_a_tensor_always_faults_and_a_near_one_as_on_a_gpu():
+    # Far outside (out[i + 100000000]) every mode faults, wherever the child's other memory lies; near the
+    # end, only the guarded modes do (the memory check), as compute-sanitizer sees what a GPU lets through.
+    env = dict(os.environ, COURSE_CPU_MODE="1")
+    lines = subprocess.run([sys.executable, "-c", MEMORY_PROBE], capture_output=True, text=True, env=env,
+                           check=True).stdout.split("\n")
+    rows = {tuple(line.split()[:2]): line.split()[2:] for line in lines if line}
+    for n in ("1", "1000", "6000000"):
+        assert rows["padded", n] == ["rw-", "rw-", "---", "---", "171", "---"], rows["padded", n]
+        assert rows["guarded_end", n][0] == "---" and rows["guarded_end", n][2:4] == ["---", "---"]
+        assert rows["guarded_start", n][1] == "---" and rows["guarded_start", n][2:4] == ["---", "---"]
+        assert rows["guarded_end", n][5] == rows["guarded_start", n][5] == "---"
