@@ -130,23 +130,10 @@ def sources_of(module):
 
 
 def built(cuda_src, cpp_src, funcs):
-    """The compiled file of these sources, built in a separate process if need be: nothing of it is imported here."""
-    import json
-    import subprocess
-    funcs = _funcs(funcs)
-    name = build_name(cuda_src, cpp_src, funcs)
+    """The compiled file of these sources if load_cuda has built them (in any process), else None."""
+    name = build_name(cuda_src, cpp_src, _funcs(funcs))
     found = sorted((build_root() / name).glob(f"{name}*.so"))
-    if found:
-        return str(found[0])
-    proc = subprocess.run([sys.executable, "-m", "course.build.load"], capture_output=True, text=True,
-                          input=json.dumps({"cuda_src": cuda_src, "cpp_src": cpp_src, "funcs": funcs}))
-    try:
-        out = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        raise CompileError(f"building the module failed:\n{proc.stderr[-3000:]}") from None
-    if "error" in out:
-        raise CompileError(out["error"])
-    return out["path"]
+    return str(found[0]) if found else None
 
 
 def module_path(module):
@@ -167,13 +154,3 @@ def import_compiled(path):
     spec.loader.exec_module(module)
     sys.modules[name] = module
     return module
-
-
-if __name__ == "__main__":  # built()'s separate process: builds, reports the file or the compiler's errors
-    import json
-    job = json.loads(sys.stdin.read())
-    try:
-        result = {"path": load_cuda(job["cuda_src"], job["cpp_src"], job["funcs"]).__file__}
-    except CompileError as e:
-        result = {"error": str(e)}
-    print(json.dumps(result))

@@ -146,6 +146,22 @@ def judge(job_path, result_path, verdict_path):
         json.dump(outcome, f)
 
 
-if __name__ == "__main__":  # `python -m course.harness.child run|judge FILES...`, e.g. under compute-sanitizer
+def build(job_path, result_path):
+    """Builds a check's cuda_src with load_cuda (the module is imported here, in the child): its file, or the
+    compiler's errors, as JSON. The job carries the environment of the process that asked: the same build."""
+    from course.build import CompileError, load_cuda
+    with open(job_path) as f:
+        job = json.load(f)
+    os.environ.clear()
+    os.environ.update(job["env"])
+    try:
+        result = {"path": load_cuda(job["cuda_src"], job["cpp_src"], job["funcs"]).__file__}
+    except CompileError as e:
+        result = {"error": str(e)}
+    with open(result_path, "w") as f:
+        json.dump(result, f)
+
+
+if __name__ == "__main__":  # `python -m course.harness.child run|judge|build FILES...`, e.g. under compute-sanitizer
     import course.harness.child as child  # the classes must pickle as course.harness.child's, not __main__'s
     getattr(child, sys.argv[1])(*sys.argv[2:])

@@ -29,11 +29,12 @@ from .evidence import guard_hint
 from .exercise import Case, Exercise, fill_byte, same, unwritten
 
 TIMEOUT = 60  # seconds for one check's child process: the largest case takes well under 1 s to run
+BUILD_TIMEOUT = 1800  # seconds for building a check's cuda_src: a cold CPU-mode build takes about a minute
 SANITIZER_EXIT = 86  # compute-sanitizer's exit status when it found errors
 MODES = ("memory", "race", "integrity")
 
 _hung = set()  # compiled modules that hung in this process: later checks fail at once
-_servers, _server_lock = {}, threading.Lock()  # "run" and "judge": a warm server for each kind of child
+_server, _server_lock = None, threading.Lock()  # the warm server every child is forked from
 
 
 class KernelFailed(AssertionError):
@@ -116,11 +117,12 @@ def in_child(task, args, log, timeout, sanitizer=None, env=None):
     if sanitizer is None and env is None:
         try:
             from .forkserver import Server
+            global _server
             with _server_lock:
-                for kind in ("run", "judge"):  # both start at once: the first judge need not wait for its server
-                    if kind not in _servers or not _servers[kind].alive():
-                        _servers[kind] = Server(env=_child_env(), judges=kind == "judge")
-            return _servers[task].run(task, args, log, timeout)
+                if _server is None or not _server.alive():
+                    _server = Server(env=_child_env())
+                server = _server
+            return server.run(task, args, log, timeout)
         except OSError:  # no warm server to be had: a fresh interpreter does the same, slower
             pass
     cmd = (sanitizer or []) + [sys.executable, "-m", "course.harness.child", task, *map(str, args)]
@@ -232,6 +234,26 @@ def entry_point(exercise, cuda_src):
     return names[0], re.sub(rf"\b{exercise.func}\b", names[0], exercise.cpp_src)
 
 
+def _build(cuda_src, cpp_src, func):
+    """The compiled file of cuda_src: built by load_cuda in a child (forked from the warm server, torch already
+    imported), so that the student's module is never imported in this process."""
+    found = built(cuda_src, cpp_src, [func])
+    if found:
+        return found
+    with tempfile.TemporaryDirectory(prefix="course-build-") as tmp:
+        job, result, log = Path(tmp) / "job.json", Path(tmp) / "result.json", Path(tmp) / "output.txt"
+        job.write_text(json.dumps({"cuda_src": cuda_src, "cpp_src": cpp_src, "funcs": [func], "env": dict(os.environ)}))
+        log.touch()
+        code = in_child("build", [job, result], log, BUILD_TIMEOUT)
+        if code != 0 or not result.exists():
+            why = f"did not finish within {BUILD_TIMEOUT} s" if code is None else f"stopped (exit status {code})"
+            raise CompileError(f"building the module {why}:\n{_tail(log, 3000)}")
+        out = json.loads(result.read_text())
+    if "error" in out:
+        raise CompileError(out["error"])
+    return out["path"]
+
+
 def compiled(exercise, answer):
     """(file, function) of the module a check judges: cuda_src (a string) built, or the module load_cuda returned, if current."""
     func = exercise.func
@@ -241,7 +263,7 @@ def compiled(exercise, answer):
         try:
             if name in _failed:
                 raise CompileError(_failed[name])
-            return built(answer, cpp_src, [func]), func
+            return _build(answer, cpp_src, func), func
         except CompileError as e:
             _failed[name] = str(e)
             raise AssertionError(f"{func}: your cuda_src does not compile, so there is nothing to check yet.\n"

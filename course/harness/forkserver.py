@@ -1,8 +1,9 @@
 """Check children forked from a warm process: torch is imported once, not once per check.
 
-The server (`python -m course.harness.forkserver`) imports torch and the child's code, never touches
-the GPU, and forks one child per request; each child starts a session of its own, sends its output
-to its log file and runs child.run (the student's module) or child.judge (the verdict). The server reports each child's pid when it starts and its exit
+The server (`python -m course.harness.forkserver`) imports torch, the child's code and what judging needs,
+never touches the GPU, and forks one child per request; each child starts a session of its own, sends its
+output to its log file and runs child.run (the student's module), child.judge (the verdict, in a process
+that never loaded the student's module) or child.build (load_cuda on a check's source). The server reports each child's pid when it starts and its exit
 status when it ends (signals as negative numbers), one JSON line each, on stdout.
 """
 import json
@@ -14,12 +15,11 @@ import sys
 import threading
 
 
-def _serve(judges=False):
+def _serve():
     import torch  # noqa: F401 (the point of the server: imported once)
 
     from course.harness import child
-    if judges:  # a server for judges also imports what judging needs; one for runs holds nothing more, so that
-        child.preload()  # a run child's tensors land where they always did (CPU mode's far accesses depend on it)
+    child.preload()
     sel = selectors.DefaultSelector()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -75,9 +75,8 @@ def _serve(judges=False):
 class Server:
     """The client side: starts the server, sends jobs, waits for their children."""
 
-    def __init__(self, env=None, judges=False):
-        self.proc = subprocess.Popen([sys.executable, "-m", "course.harness.forkserver", *(["judges"] if judges else [])],
-                                     stdin=subprocess.PIPE,
+    def __init__(self, env=None):
+        self.proc = subprocess.Popen([sys.executable, "-m", "course.harness.forkserver"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self.lock, self.done = threading.Lock(), threading.Condition()
         self.replies, self.next_id = {}, 0
@@ -133,5 +132,5 @@ class Server:
             self.proc.wait(timeout=30)
 
 
-if __name__ == "__main__":  # `python -m course.harness.forkserver [judges]`
-    _serve(judges=sys.argv[1:] == ["judges"])
+if __name__ == "__main__":  # `python -m course.harness.forkserver`
+    _serve()
