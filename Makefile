@@ -14,8 +14,8 @@ setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q --no-compile --upgrade pip
+	$(PY) -m pip install -q --no-compile -e '.[test]'  # Python compiles what it imports; all of torch took a minute
 	touch $@
 
 release: setup  ## source/ -> release/ through nbgrader (solutions out, C stubs in and compiled), every assignment

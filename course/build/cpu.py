@@ -23,7 +23,7 @@ import torch
 
 from . import objects, split
 from .errors import CompileError
-from .nvcc import binding_source
+from .nvcc import binding_job
 from .source import Edits, Unit, blank as _blank, close as _close, kernel_name_start as _kernel_name_start
 from .toolkit import quiet_cpp_extension
 
@@ -265,12 +265,10 @@ def single_unit(begin, body):
     return unit, {"cuda_src": unit.locator("cuda_src", body)}
 
 
-def _library_jobs(cpp_src, funcs):
+def _library_jobs(root, cpp_src, funcs):
     """The binding of cpp_src and the runtime that runs grids: cached objects every build links."""
     base = [_compiler(), *_base_flags()]
-    binding = objects.Job("binding (g++)", [*base, "-O0", f"-DTORCH_EXTENSION_NAME={_BINDING_NAME}"],
-                          binding_source(cpp_src, funcs), ".cpp", depends=torch.__version__)
-    binding.locate = {}
+    binding = binding_job(root, [*base, "-O0"], cpp_src, funcs, _BINDING_NAME)
     runtime = objects.Job("runtime (g++)", [*base, "-O2", "-fvisibility=hidden"], RUNTIME.read_text(), ".cpp",
                           depends=HEADER.read_text() + torch.__version__)
     runtime.text = f'#line 1 "{RUNTIME}"\n' + runtime.text
@@ -290,7 +288,7 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, opt, one_unit=None):
         unit, locate = single_unit(begin, body)
         job = objects.Job("kernel+wrapper (g++)", kernel_flags, unit.source(), ".cpp", depends=HEADER.read_text() + torch.__version__)
         job.locate = locate
-        return [job, *_library_jobs(cpp_src, funcs)], f"one unit: {e}", None
+        return [job, *_library_jobs(root, cpp_src, funcs)], f"one unit: {e}", None
     more = edits(body, launches=False)
     for start, end, pieces in more.edits:
         plan.host_edits.replace(start, end, *pieces)
@@ -315,7 +313,7 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, opt, one_unit=None):
         job.locate = {"cuda_src": unit.locator("cuda_src", body)}
         job.pch = objects.pch_ready(folder, KERNEL_HEADER if which == "device" else HOST_HEADER)
         jobs.append(job)
-    return [*jobs, *_library_jobs(cpp_src, funcs)], "split", plan
+    return [*jobs, *_library_jobs(root, cpp_src, funcs)], "split", plan
 
 
 def build(name, build_dir, cuda_src, cpp_src, funcs, flags, verbose=False):

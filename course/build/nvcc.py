@@ -24,14 +24,22 @@ _BINDING_HEADERS = r'''
 namespace torch { using namespace at; }
 '''
 _BINDING_NAME = "course_binding"
-HOST_HEADER = "course_host.h"
+HOST_HEADER, BINDING_HEADER = "course_host.h", "course_binding.h"
 
 
-def binding_source(cpp_src, funcs):
-    """The binding: cpp_src's declarations and the Python binding of funcs; #line keeps messages in cpp_src's lines."""
+def binding_job(root, command, cpp_src, funcs, name=_BINDING_NAME):
+    """The binding's compile job: cpp_src's declarations and the Python binding of funcs (#line keeps messages in
+    cpp_src's lines), with torch's pybind headers precompiled once they have been (objects.precompiled)."""
+    command = [*command, f"-DTORCH_EXTENSION_NAME={name}"]
+    folder = objects.precompiled(root, BINDING_HEADER, _BINDING_HEADERS, command, torch.__version__)
     bindings = "\n".join(f'  m.def("{f}", torch::wrap_pybind_function({f}), "{f}");' for f in funcs)
-    return (f"{_BINDING_HEADERS}\n#line 1 \"cpp_src\"\n{cpp_src}\n"
+    text = (f'#include "{BINDING_HEADER}"\n#line 1 "cpp_src"\n{cpp_src}\n'
             f"#line 1 \"funcs\"\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{\n{bindings}\n}}\n")
+    job = objects.Job("binding (g++)", [*command, f"-I{folder}"], text, ".cpp",
+                      depends=_BINDING_HEADERS + torch.__version__)
+    job.locate = {}
+    job.pch = objects.pch_ready(folder, BINDING_HEADER)
+    return job
 
 
 def _host_flags(cpp_extension):
@@ -70,8 +78,7 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, flags, one_unit=None):
     cxx = os.environ.get("CXX") or "c++"
     host_flags = [cxx, *_host_flags(cpp_extension)]
     nvcc = _nvcc_flags(cpp_extension, flags)
-    binding = objects.Job("binding (g++)", [*host_flags, f"-DTORCH_EXTENSION_NAME={_BINDING_NAME}"],
-                          binding_source(cpp_src, funcs), ".cpp", depends=torch.__version__)
+    binding = binding_job(root, host_flags, cpp_src, funcs)
     begin, body = split.parts(cuda_src)
     try:
         if one_unit:
