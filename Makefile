@@ -12,10 +12,12 @@ EXAMPLES ?= $(notdir $(wildcard examples/*))
 
 setup: $(VENV)/.installed
 
+# pip compiles every .py it installs (a minute of one core): leave it, where PYTHONDONTWRITEBYTECODE=1 (as on CI's
+# machine) nothing else would, and every process importing torch compiled it again (a CI run took 44 min, not 35)
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
-	$(PY) -m pip install -q --no-compile --upgrade pip
-	$(PY) -m pip install -q --no-compile -e '.[test]'  # Python compiles what it imports; all of torch took a minute
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
 release: setup  ## source/ -> release/ through nbgrader (solutions out, C stubs in and compiled), every assignment
