@@ -3,8 +3,9 @@
 The server (`python -m course.harness.forkserver`) imports torch, the child's code and what judging needs,
 never touches the GPU, and forks one child per request; each child starts a session of its own, sends its
 output to its log file and runs child.run (the student's module), child.judge (the verdict, in a process
-that never loaded the student's module) or child.build (load_cuda on a check's source). The server reports each child's pid when it starts and its exit
-status when it ends (signals as negative numbers), one JSON line each, on stdout.
+that never loaded the student's module) or child.build (load_cuda on a check's source). The server reports
+each child's pid when it starts and its exit status when it ends (signals as negative numbers), one JSON
+line each, on stdout.
 """
 import json
 import os
