@@ -12,7 +12,7 @@ EXAMPLES ?= $(notdir $(wildcard examples/*))
 
 setup: $(VENV)/.installed
 
-# pip compiles every .py it installs (a minute of one core): leave it, where PYTHONDONTWRITEBYTECODE=1 (as on CI's
+# pip compiles every .py it installs (a minute of one core): leave it: where PYTHONDONTWRITEBYTECODE=1 (as on this
 # machine) nothing else would, and every process importing torch compiled it again (a CI run took 44 min, not 35)
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
