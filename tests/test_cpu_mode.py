@@ -445,11 +445,10 @@ def test_compile_error_points_at_the_students_line(build_dir):
 # ---- CPU mode's memory in a check's child (course/harness/memory.cpp) --------------------------------
 
 MEMORY_PROBE = """
-import sys, torch
+import torch
 from course.harness.cuda import memory_module
 from course.build.load import import_compiled
 memory = import_compiled(memory_module())
-spans = []
 def protection(address):
     for line in open("/proc/self/maps"):
         span, perms = line.split()[:2]

@@ -37,7 +37,6 @@ def binding_job(root, command, cpp_src, funcs, name=_BINDING_NAME):
             f"#line 1 \"funcs\"\nPYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{\n{bindings}\n}}\n")
     job = objects.Job("binding (g++)", [*command, f"-I{folder}"], text, ".cpp",
                       depends=_BINDING_HEADERS + torch.__version__)
-    job.locate = {}
     job.pch = objects.pch_ready(folder, BINDING_HEADER)
     return job
 

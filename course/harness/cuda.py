@@ -49,8 +49,8 @@ class Raced(KernelFailed):
     """The race check caught threads of a block using shared memory without a barrier between them."""
 
 
-# glibc's words when a stray write has overwritten its bookkeeping between heap blocks (in CPU mode a
-# kernel's writes land in the same heap; on a GPU host only the C++ wrapper's can)
+# glibc's words when a stray write has overwritten its bookkeeping between heap blocks (a write through a
+# pointer into the heap: the C++ wrapper's, or in CPU mode a kernel's; tensors have mappings of their own)
 HEAP_CORRUPTED = re.compile(r"free\(\): invalid|malloc\(\)|corrupted (size|double-linked)|double free or corruption|"
                             r"munmap_chunk\(\)|malloc_consolidate")
 

@@ -15,13 +15,12 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
-#include <map>
 
 namespace {
 
