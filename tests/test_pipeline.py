@@ -16,6 +16,7 @@ from course.grading.gradebook import grade_table, grades
 from course.grading.autograde import SafeExecute  # noqa: F401 (the execute step under test, configured in nbgrader_config)
 from course.grading.submissions import fill, write_submissions
 from course.grading.verify import disagreements, verify
+from course.grading.warm import WarmKernels, nbgrader_args
 from tests.test_release import ROOT, nbgrader
 
 L0, L1, L2, L3 = "01_L0_loop", "02_L1_run_kernel", "03_L2_blk_kernel", "04_L3_cuda"
@@ -85,7 +86,15 @@ def autograded_course(tmp_path_factory, assignment, expected_students, provoked)
     if (ROOT / "tests" / "tamper" / assignment).is_dir():
         students += write_submissions(ROOT / "tests" / "tamper", course / "release", course / "submitted", assignment)
     assert sorted(students) == sorted(expected_students)
-    proc = nbgrader("autograde", assignment, "--create", "--force", cwd=course)
+    # kernels forked from a warm process, as `course grade` starts them (torch imported once, not per notebook);
+    # test_cli compares a student's grades and messages with those of kernels started cold
+    kernels = WarmKernels()
+    try:
+        assert kernels.wait_ready()
+        proc = nbgrader("autograde", assignment, "--create", "--force", *nbgrader_args(kernels.env()), cwd=course,
+                        env=kernels.env())
+    finally:
+        kernels.close()
     assert proc.returncode == 0, proc.stderr
     problems = autograde_outcome(course, assignment, students, provoked)
     assert not problems, "\n".join(problems) + "\n" + proc.stderr[-5000:]

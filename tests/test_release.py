@@ -16,9 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir())
 
 
-def nbgrader(*args, cwd, timeout=1800):
+def nbgrader(*args, cwd, timeout=1800, env=None):
     """Runs an nbgrader command in a course folder, with this Python (nbgrader calls `alembic` by name)."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {**os.environ, **(env or {}), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout)
 

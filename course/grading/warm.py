@@ -40,6 +40,12 @@ class WarmKernelManager(AsyncKernelManager):
         return cmd
 
 
+def nbgrader_args(env=None):
+    """nbgrader's option that starts kernels warm, where the environment (this process's) names a warm process."""
+    return ["--Execute.kernel_manager_class=course.grading.warm.WarmKernelManager"] \
+        if (os.environ if env is None else env).get(SOCKET_ENV) else []
+
+
 def _kernel(request, fds, closing):
     """In the forked child: becomes the kernel the stub asked for (never returns)."""
     code = 1

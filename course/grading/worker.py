@@ -34,10 +34,8 @@ def autograde(root, assignment, student, db_url):
     collect = _Collect()
     ok = True
     app.log.addHandler(collect)
-    argv = [assignment, "--student", student, "--create", "--force", f"--db={db_url}"]
-    from .warm import SOCKET_ENV
-    if os.environ.get(SOCKET_ENV):  # kernels forked from the grading run's warm process (warm.py)
-        argv.append("--Execute.kernel_manager_class=course.grading.warm.WarmKernelManager")
+    from .warm import nbgrader_args  # kernels forked from the grading run's warm process, if there is one
+    argv = [assignment, "--student", student, "--create", "--force", f"--db={db_url}", *nbgrader_args()]
     try:
         app.initialize(argv)
         app.start()
