@@ -244,7 +244,9 @@ def graded(tmp_path_factory):
     nbgrader_copy = tmp / "nbgrader-course"
     shutil.copytree(root, nbgrader_copy)
 
-    env = {**os.environ, seeds.SECRET_ENV: SECRET,
+    scratch = tmp / "tmp"  # the temporary folders of the stopped run, its killed workers' included
+    scratch.mkdir()
+    env = {**os.environ, seeds.SECRET_ENV: SECRET, "TMPDIR": str(scratch),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     # as a background job of a script starts it (SIGINT ignored): the stop below must work all the same
     first = subprocess.Popen([sys.executable, "-m", "course", "grade", "grayscale", "--workers", "2"], cwd=root,
@@ -257,11 +259,12 @@ def graded(tmp_path_factory):
     first.send_signal(signal.SIGINT)  # the instructor stops it halfway
     first.communicate(timeout=300)
     done_before = {e["student"] for e in ledger(root) if e["status"] == "graded"}
+    left_behind = sorted(p.name for p in scratch.iterdir())
     summary = tmp / "summary.json"
     resumed = course("grade", "grayscale", "--workers", "2", "--json", str(summary), cwd=root, check=False)
     assert resumed.returncode == 1, resumed.stdout + resumed.stderr  # zed failed, mallory disagrees
     return {"root": root, "summary": json.loads(summary.read_text()), "done_before": done_before,
-            "nbgrader": nbgrader_copy, "output": resumed.stdout + resumed.stderr}
+            "nbgrader": nbgrader_copy, "output": resumed.stdout + resumed.stderr, "left_behind": left_behind}
 
 
 def table(root):
@@ -283,6 +286,7 @@ def test_a_stop_halfway_keeps_the_finished_students(graded):
     assert before and set(before) <= set(summary["unchanged_students"])
     assert not set(before) & set(summary["graded"])
     assert set(summary["graded"]) | set(before) | set(summary["failed"]) == set(CLASS) | {"zed"}
+    assert graded["left_behind"] == []  # the stopped workers' scratch too: a class stopped often must not fill /tmp
 
 
 @pytest.mark.xdist_group("cli-grayscale")

@@ -249,10 +249,15 @@ def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, 
         plan.todo.remove(student)
         _finish(plan, student, None, {"ok": False, "reason": why, "seconds": 0.0}, summary)
     kernels, warm_env, per_student = None, {}, {}
+    # The run's scratch, the workers' and kernels' temporary folders included: removed at the end however the run
+    # ends, also when an interrupt kills workers before their own clean-up runs
+    scratch = Path(tempfile.mkdtemp(prefix="course-grade-"))
+    temp = {"TMPDIR": str(scratch / "tmp")}
+    os.mkdir(temp["TMPDIR"])
     try:
         if plan.todo and warm:  # its imports take seconds: they overlap the compiling
             from .warm import WarmKernels
-            kernels = WarmKernels(env=_worker_env(None, threads))
+            kernels = WarmKernels(env=_worker_env(None, threads, temp))
         if plan.todo and compile_first:
             seconds, built, failed = prebuild(plan, gpu=bool(gpus))
             summary["timing"]["compile"] = seconds
@@ -265,10 +270,12 @@ def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, 
                 say("the warm kernel process did not start: kernels start cold (slower, the same grades)")
         summary["warm_kernels"] = bool(warm_env)
         if plan.todo:
-            _pool(plan, workers, gpus, _worker_env, threads, warm_env, verify, timeout, quiet, per_student, summary)
+            _pool(plan, scratch, workers, gpus, _worker_env, threads, {**temp, **warm_env}, verify, timeout, quiet,
+                  per_student, summary)
     finally:
         if kernels is not None:
             kernels.close()
+        shutil.rmtree(scratch, ignore_errors=True)
     wall = time.perf_counter() - t0
     summary["timing"].update(wall=wall, per_student=wall / len(plan.todo) if plan.todo else 0.0)
     for key in ("autograde", "verify"):
@@ -281,65 +288,64 @@ def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, 
     return summary
 
 
-def _pool(plan, workers, gpus, make_env, threads, warm_env, verify, timeout, quiet, per_student, summary):
-    """Grades plan.todo in `workers` worker processes at once; each finished student is merged in turn."""
+def _pool(plan, tmp, workers, gpus, make_env, threads, extra_env, verify, timeout, quiet, per_student, summary):
+    """Grades plan.todo in `workers` worker processes at once (scratch in tmp); each finished student is merged in turn."""
     logs = state_dir(plan.root, plan.assignment) / "logs"
     logs.mkdir(exist_ok=True)
     lock = threading.Lock()
     slots = list(range(workers))
     progress = Progress(len(plan.todo), out=open(os.devnull, "w") if quiet else sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="course-grade-") as tmp:
-        template = f"sqlite:///{Path(tmp) / 'template.db'}"
-        merge.copy_gradebook(plan.target, template)
+    template = f"sqlite:///{Path(tmp) / 'template.db'}"
+    merge.copy_gradebook(plan.target, template)
 
-        def one(student):
-            with lock:
-                slot = slots.pop()
-            gpu = gpus[slot % len(gpus)] if gpus else None
-            mine = f"sqlite:///{Path(tmp) / (student + '.db')}"
-            result_path = Path(tmp) / f"{student}.json"
-            try:
-                shutil.copy(db_path(template), db_path(mine))
-                cmd = [sys.executable, "-m", "course.grading.worker", "--root", str(plan.root), "--assignment",
-                       plan.assignment, "--student", student, "--db", mine, "--result", str(result_path)]
-                if verify:
-                    cmd.append("--verify")
-                log = logs / f"{student}.log"
-                log.write_text("")
-                t = time.perf_counter()
-                code = _run_worker(cmd, make_env(gpu, threads, warm_env), log, timeout)
-                seconds = time.perf_counter() - t
-                if code is None:
-                    result = {"ok": False, "reason": f"grading took longer than {timeout} s and was stopped"}
-                elif result_path.exists():
-                    result = json.loads(result_path.read_text())
-                else:
-                    result = {"ok": False, "reason": f"the grading process stopped (exit code {code}); see {log}"}
-                result["seconds"] = seconds
-                if _stopping.is_set():  # interrupted: not graded, not failed; the next run grades this student
-                    return
-                with lock:  # the course's gradebook: one writer, one student at a time
-                    _finish(plan, student, mine, result, summary)
-                    per_student[student] = result
-                    total = result.get("scores")
-                    progress.step(f"{student}: " + (f"{total[0]:g}/{total[1]:g}" if result.get("ok") and total
-                                                    else "FAILED") + f" ({seconds:.0f} s)")
-            finally:
-                with lock:
-                    slots.append(slot)
-                for p in (db_path(mine), result_path):
-                    p.unlink(missing_ok=True)
-
+    def one(student):
+        with lock:
+            slot = slots.pop()
+        gpu = gpus[slot % len(gpus)] if gpus else None
+        mine = f"sqlite:///{Path(tmp) / (student + '.db')}"
+        result_path = Path(tmp) / f"{student}.json"
         try:
-            with ThreadPoolExecutor(workers) as pool:
-                try:
-                    list(pool.map(one, plan.todo))
-                except BaseException:  # an interrupt: the students being graded stop now, the finished are kept
-                    pool.shutdown(wait=False, cancel_futures=True)
-                    _stop_all()
-                    raise
+            shutil.copy(db_path(template), db_path(mine))
+            cmd = [sys.executable, "-m", "course.grading.worker", "--root", str(plan.root), "--assignment",
+                   plan.assignment, "--student", student, "--db", mine, "--result", str(result_path)]
+            if verify:
+                cmd.append("--verify")
+            log = logs / f"{student}.log"
+            log.write_text("")
+            t = time.perf_counter()
+            code = _run_worker(cmd, make_env(gpu, threads, extra_env), log, timeout)
+            seconds = time.perf_counter() - t
+            if code is None:
+                result = {"ok": False, "reason": f"grading took longer than {timeout} s and was stopped"}
+            elif result_path.exists():
+                result = json.loads(result_path.read_text())
+            else:
+                result = {"ok": False, "reason": f"the grading process stopped (exit code {code}); see {log}"}
+            result["seconds"] = seconds
+            if _stopping.is_set():  # interrupted: not graded, not failed; the next run grades this student
+                return
+            with lock:  # the course's gradebook: one writer, one student at a time
+                _finish(plan, student, mine, result, summary)
+                per_student[student] = result
+                total = result.get("scores")
+                progress.step(f"{student}: " + (f"{total[0]:g}/{total[1]:g}" if result.get("ok") and total
+                                                else "FAILED") + f" ({seconds:.0f} s)")
         finally:
-            progress.close()
+            with lock:
+                slots.append(slot)
+            for p in (db_path(mine), result_path):
+                p.unlink(missing_ok=True)
+
+    try:
+        with ThreadPoolExecutor(workers) as pool:
+            try:
+                list(pool.map(one, plan.todo))
+            except BaseException:  # an interrupt: the students being graded stop now, the finished are kept
+                pool.shutdown(wait=False, cancel_futures=True)
+                _stop_all()
+                raise
+    finally:
+        progress.close()
 
 
 def _finish(plan, student, worker_db, result, summary):
