@@ -172,7 +172,7 @@ def test_an_old_grade_never_stands_in_for_a_new_one(graded):
     nb = graded / "submitted" / "erin" / "grayscale" / f"{L0}.ipynb"
     answers = {"rgb2grey_py": (ROOT / "tests" / "tamper" / "grayscale" / "dave" / "rgb2grey_py.py").read_text()}
     nbformat.write(fill(nbformat.read(nb, as_version=4), answers), nb)
-    proc = nbgrader("autograde", "grayscale", "--force", "--student", "erin", cwd=graded)
+    proc = nbgrader("autograde", "grayscale", "--force", "--student", "erin", "--notebook", L0, cwd=graded)
     assert proc.returncode == 0, proc.stderr
     table = grades(f"sqlite:///{graded / 'gradebook.db'}", "grayscale", graded / "release")
     assert table[(L0, "rgb2grey_py_hidden_sizes")]["erin"][0] == 0
