@@ -275,7 +275,11 @@ def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, 
     finally:
         if kernels is not None:
             kernels.close()
-        shutil.rmtree(scratch, ignore_errors=True)
+        for _ in range(5):  # a killed kernel may still be writing its last files there for a moment
+            shutil.rmtree(scratch, ignore_errors=True)
+            if not scratch.exists():
+                break
+            time.sleep(1)
     wall = time.perf_counter() - t0
     summary["timing"].update(wall=wall, per_student=wall / len(plan.todo) if plan.todo else 0.0)
     for key in ("autograde", "verify"):
