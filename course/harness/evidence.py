@@ -61,11 +61,27 @@ class CGuard:
 
 def _index_vars(body):
     """The kernel's own thread indices: variables assigned from threadIdx/blockIdx (`int i = blockIdx.x*...;`)."""
-    found = []
-    for m in re.finditer(r"\b(\w+)\s*=(?!=)([^;]*);", body):
-        if re.search(r"\b(threadIdx|blockIdx)\b", m.group(2)) and m.group(1) not in found:
-            found.append(m.group(1))
+    return list(_index_axes(body))
+
+
+def _index_axes(body):
+    """{name: "x", "y" or None} of the variables assigned from threadIdx/blockIdx, with the axis they read.
+
+    `int tc = threadIdx.x, tr = threadIdx.y;` declares two."""
+    found = {}
+    for m in re.finditer(r"\b(\w+)\s*=(?!=)\s*([^;,]*)", body):
+        axes = set(re.findall(r"\b(?:threadIdx|blockIdx)\.([xyz])", m.group(2)))
+        if axes and m.group(1) not in found:
+            found[m.group(1)] = axes.pop() if len(axes) == 1 else None
     return found
+
+
+def _row_col(axes, block_only=None):
+    """(row, col): the index names taken from .y and from .x (those from blockIdx when block_only holds them), or None."""
+    pick = [v for v in axes if block_only is None or v in block_only]
+    row = next((v for v in pick if axes[v] == "y"), None)
+    col = next((v for v in pick if axes[v] == "x"), None)
+    return (row, col) if row and col else None
 
 
 def _conditions(body):
@@ -117,6 +133,16 @@ def guard_hint(cuda_src):
     for name, body in kernels.items():
         index = _index_vars(body)
         guards = cuda_guards(body, index)
+        load = _unbounded_tile_load(body)
+        if load:
+            return (f"`{load}` in {name} loads a tile element with no bound: at the edges (the last, partial tile, "
+                    "or a block's rows and columns past the matrix) its index is past the tensor's end. Bound each "
+                    "tile load and load 0 outside, e.g. `ms[tr][tc] = r < h && idx + tc < k ? m[r*k + idx + tc] : "
+                    "0.0f;` and `ns[tr][tc] = c < w && idx + tr < k ? n[(idx + tr)*w + c] : 0.0f;`. Do not return "
+                    "early instead: every thread of the block must reach __syncthreads().")
+        global_ = {v for v in index if re.search(rf"\b{v}\s*=(?!=)[^;,]*\bblockIdx\b", body)}
+        two_d = _row_col(_index_axes(body), global_)
+        bound = f"`if ({two_d[0]} < h && {two_d[1]} < w)`" if two_d else None
         loose = [g for g in guards if g.off_by_one]
         if loose:
             g = loose[0]
@@ -124,14 +150,14 @@ def guard_hint(cuda_src):
                     f"writes one element past the end. Compare with < (`if ({g.var} < n)`), or return when "
                     f"{g.var} >= n.")
         if index and not guards:
+            inside = bound or f"`if ({index[0]} < n)` (or start with `if ({index[0]} >= n) return;`)"
             return (f"{name} has no guard: the grid is rounded up to whole blocks, so the last block's threads past "
-                    f"the end read and write outside the tensors. Put the body inside `if ({index[0]} < n)` "
-                    f"(or start with `if ({index[0]} >= n) return;`).")
-        unguarded = [v for v in index if v not in {g.var for g in guards} and _indexes_with(body, v)]
+                    f"the end read and write outside the tensors. Put the body inside {inside}.")
+        unguarded = [v for v in index if v in global_ and v not in {g.var for g in guards} and _indexes_with(body, v)]
         if unguarded and guards:
             return (f"{name} guards {', '.join(sorted({g.var for g in guards}))} but not {', '.join(unguarded)}, "
                     f"which it also indexes with: every index a thread uses needs its bound, e.g. "
-                    "`if (row < h && col < w)`.")
+                    f"{bound or '`if (row < h && col < w)`'}.")
         first_guard = min((g.at for g in guards), default=None)
         for var in {g.var for g in guards}:
             use = re.search(rf"\w+\s*\[[^\]]*\b{var}\b[^\]]*\]", body)
@@ -148,6 +174,22 @@ def guard_hint(cuda_src):
                     "on, each must stay below its tensor's size.")
     return ("a thread past the last element must do nothing: guard the kernel's body with `if (i < n)`, and keep "
             "every index inside its tensor.")
+
+
+def _unbounded_tile_load(body):
+    """The first statement that copies a tensor's element into a __shared__ array with no bound (`ms[tr][tc] = m[...];`
+    with no `?:` and no `if` before it), as written; None when every load is bounded or there is no shared memory."""
+    shared = set()
+    for decl in re.findall(r"__shared__\s+[\w\s]+?\s+([^;]*);", body):
+        shared |= set(re.findall(r"(\w+)\s*\[", decl))
+    shared |= {m.group(1) for m in re.finditer(r"\b(\w+)\s*=\s*(\w+)\b[^;]*;", body) if m.group(2) in shared}
+    for m in re.finditer(r"(?<![\w.])(\w+)\s*((?:\[[^\]]*\]\s*)+)=(?!=)([^;]*);", body):
+        target, value = m.group(1), m.group(3)
+        reads = set(re.findall(r"(\w+)\s*\[", value)) - shared
+        before = body[max(0, m.start() - 160):m.start()]
+        if target in shared and reads and "?" not in value and not re.search(r"\bif\s*\([^;{}]*$", before):
+            return " ".join(m.group(0).split())
+    return None
 
 
 def _indexes_with(body, var):
@@ -201,6 +243,73 @@ def _python_index_vars(fn_node, n_index_params):
             if _names(node.value) & set(index):
                 index += [t.id for t in node.targets if isinstance(t, ast.Name) and t.id not in index]
     return index
+
+
+def _assigned(fn_node):
+    """(name, value) of every plain assignment in a function, tuples unpacked (`r, c = a, b` gives two)."""
+    for node in ast.walk(fn_node):
+        if not isinstance(node, ast.Assign):
+            continue
+        for t in node.targets:
+            if isinstance(t, ast.Name):
+                yield t.id, node.value
+            elif isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple) and len(t.elts) == len(node.value.elts):
+                yield from ((e.id, v) for e, v in zip(t.elts, node.value.elts) if isinstance(e, ast.Name))
+
+
+def _block_indices(fn_node):
+    """{name: "x" or "y"} of a Python kernel's global indices: names assigned from its first parameter's .x or .y
+    (`r = blockidx.y*blockdim.y + threadidx.y`)."""
+    params = [a.arg for a in fn_node.args.args]
+    if not params:
+        return {}
+    found = {}
+    for name, value in _assigned(fn_node):
+        axes = {n.attr for n in ast.walk(value) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+                and n.value.id == params[0] and n.attr in ("x", "y")}
+        if len(axes) == 1 and name not in found:
+            found[name] = axes.pop()
+    return found
+
+
+def python_words(fn):
+    """The names a Python function or kernel uses, for hints in its own words; {} when its source cannot be read.
+
+    loop, start, stop: the loop that sums (`for p in range(k)`: "p", None, "k"); row, col: the output's indices
+    (taken from blockidx.y and .x, or the two names of a 2D subscript c[i, j]); out: the tensor it stores into;
+    flat: out indexed out[r*w + c] rather than c[i, j]; block: row and col come from blockidx.
+    """
+    src = _source(fn)
+    node = _function_node(src) if src else None
+    if node is None:
+        return {}
+    words = {"lang": "python"}
+    loops = [n for n in ast.walk(node) if isinstance(n, ast.For) and isinstance(n.target, ast.Name)
+             and isinstance(n.iter, ast.Call) and getattr(n.iter.func, "id", None) == "range" and n.iter.args]
+    summing = [n for n in loops if any(isinstance(x, ast.AugAssign) for x in ast.walk(n))]
+    if summing or loops:
+        inner = min(summing or loops, key=lambda n: len(list(ast.walk(n))))
+        args = inner.iter.args
+        words.update(loop=inner.target.id, stop=ast.unparse(args[-1] if len(args) < 3 else args[1]),
+                     start=ast.unparse(args[0]) if len(args) > 1 else None)
+    params = {a.arg for a in node.args.args}
+    stores = [t for n in ast.walk(node) if isinstance(n, (ast.Assign, ast.AugAssign))
+              for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+              if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)]
+    out = next((t for t in reversed(stores) if t.value.id in params), stores[-1] if stores else None)
+    if out is not None:
+        words.update(out=out.value.id, flat=not isinstance(out.slice, ast.Tuple))
+    block = _row_col(_block_indices(node))
+    if block:
+        words.update(row=block[0], col=block[1], block=True)
+    if out is not None:  # the store's subscript names the row and the column as the student uses them
+        i = out.slice
+        if isinstance(i, ast.Tuple) and all(isinstance(e, ast.Name) for e in i.elts[:2]):
+            words.update(row=i.elts[0].id, col=i.elts[1].id)
+        elif (isinstance(i, ast.BinOp) and isinstance(i.op, ast.Add) and isinstance(i.right, ast.Name)
+              and isinstance(i.left, ast.BinOp) and isinstance(i.left.op, ast.Mult) and isinstance(i.left.left, ast.Name)):
+            words.update(row=i.left.left.id, col=i.right.id)
+    return words
 
 
 _FLIP = {ast.Lt: ">", ast.LtE: ">=", ast.Gt: "<", ast.GtE: "<="}
@@ -306,7 +415,11 @@ def index_hint(kernel, tb, tensor, k, size, launch, n_index_params):
         param_names = []
     params = ", ".join(param_names)
     guards = python_guards(kernel, n_index_params) if kernel is not None else None
-    index_value = {v: names[v] for v in ([g.var for g in guards or []] + ["i"]) if isinstance(names.get(v), int)}
+    src = _source(kernel) if kernel is not None else None
+    fn_node = _function_node(src) if src else None
+    block = _block_indices(fn_node) if fn_node is not None else {}
+    index_value = {v: names[v] for v in ([g.var for g in guards or []] + list(block) + ["i"])
+                   if isinstance(names.get(v), int)}
     thread = ", ".join(f"{v} = {val}" for v, val in list(index_value.items())[:2])
     thread = f" (this thread has {thread})" if thread else ""
     sizes = _tensor_sizes(param_names, names)
@@ -324,6 +437,13 @@ def index_hint(kernel, tb, tensor, k, size, launch, n_index_params):
             fix = f"if {g.var} >= {g.bound}: return" if g.early else f"if {g.var} < {g.bound}:"
             return (f"your guard lets {g.var} == {g.bound} through: use `{fix}` ({how}, one past the last "
                     f"index). {past}")
+    target = re.match(r"(\w+)\s*\[.*\]\s*=[^=]", line)
+    if runner == "blk_kernel2d_shar" and target and target.group(1) != name and target.group(1) not in param_names:
+        return (f"`{line}` loads a tile element with no bound: at the edges (the last, partial tile, or a block's rows "
+                f"and columns past the matrix) the index is past the end. {past} Bound each tile load and load 0.0 "
+                "outside, e.g. `ms[tr*tw + tc] = m[r*k + idx + tc] if r < h and idx + tc < k else 0.0` and "
+                "`ns[tr*tw + tc] = n[(idx + tr)*w + c] if c < w and idx + tr < k else 0.0`. Do not return early "
+                "instead: every thread of the block must reach syncthreads().")
     held = [(g, _lets_through(g, names)) for g in guards or [] if not g.off_by_one]
     outside = [g for g, through in held if through is False]
     if outside:
@@ -332,7 +452,15 @@ def index_hint(kernel, tb, tensor, k, size, launch, n_index_params):
                 f"but the index{where} runs anyway: it is outside the guard (before it, or not indented under it). "
                 f"Put every access inside `if {g.var} < {g.bound}:`. {past}")
     guarded_here = [g for g, through in held if through]
-    first_thread = any(v == 0 for v in index_value.values()) and len(index_value) > 0
+    unbounded = [v for v in block if v not in {g.var for g, _ in held} and isinstance(names.get(v), int)
+                 and re.search(rf"\b{v}\b", line)]
+    if guarded_here and unbounded:
+        g, v = guarded_here[0], unbounded[0]
+        other = {"h": "w", "w": "h"}.get(g.bound, "its size")
+        return (f"your guard `{g.text}` bounds {g.var} but not {v}, so a thread past the last "
+                f"{'column' if block[v] == 'x' else 'row'} still runs. Every index needs its bound: "
+                f"`if {g.text} and {v} < {other}:`. {past}")
+    first_thread = all(v == 0 for v in index_value.values()) and len(index_value) > 0
     if guarded_here or (held and k >= 2 * size) or (guards == [] and first_thread):
         why = (f"your guard `{guarded_here[0].text}` holds for this thread, so the guard is not the problem"
                if guarded_here else "even the first threads index past the end, so a guard would not help"
@@ -340,8 +468,11 @@ def index_hint(kernel, tb, tensor, k, size, launch, n_index_params):
         return (f"{past} {why[0].upper()}{why[1:]}: either the offset added to the index is too big for "
                 f"{what}, or {what} is not the tensor you meant.{order}")
     if guards == [] and runner.startswith("blk_kernel"):
+        two_d = _row_col(block)
+        guard = (f"`if {two_d[0]} < h and {two_d[1]} < w:` (or return when {two_d[0]} >= h or {two_d[1]} >= w)"
+                 if two_d else f"`if {next(iter(block), 'i')} < n:` (or return when {next(iter(block), 'i')} >= n)")
         return (f"did you forget the guard? {runner} runs whole blocks, so the last block has threads past the "
-                f"end: start the kernel with `if i < n:` (or return when i >= n). {past}")
+                f"end: start the kernel with {guard}. {past}")
     if guards == [] and runner == "run_kernel":
         times = launch[1] if launch and len(launch) > 1 else None
         i, n = names.get("i"), names.get("n")
@@ -415,10 +546,12 @@ def timeout_hint(tb, ran, seconds):
 
 # ---- what the runners did during one check ---------------------------------------------------------------------
 
-def runner_hint(ran, n_out, nothing_written=False):
+def runner_hint(ran, n_out, nothing_written=False, unwritten=None):
     """A hint from what run_kernel/blk_kernel did during a call whose output has unwritten elements, or None.
 
-    nothing_written: no element of the output was written (then even no runner at all says something)."""
+    nothing_written: no element of the output was written (then even no runner at all says something);
+    unwritten: where the output still holds the fill value (a 2D grid that covers the output but left whole rows
+    or columns unwritten took its row from x, its column from y)."""
     launches = ran.get("launches", [])
     if not launches:
         return None if not nothing_written else (
@@ -437,11 +570,54 @@ def runner_hint(ran, n_out, nothing_written=False):
     if returned:
         who = ran.get("returned_by") or "your kernel"
         return (f"{who} returned a value in {returned:,} of {threads:,} threads, and the runner throws a kernel's "
-                "return value away: store the result into the output instead, out[i] = ... (a kernel returns "
+                f"return value away: store the result into the output instead, {_store(ran)} = ... (a kernel returns "
                 "nothing).")
     if threads < n_out:
         blocks = launches[-1][1]
         grid = (f" ({blocks} block{'' if blocks == 1 else 's'} of {launches[-1][2]})" if kind == "blk_kernel" else "")
         return (f"{kind} ran {threads:,} threads{grid} for {n_out:,} elements, so some got no thread: "
                 "blocks = cdiv(n, threads) rounds up (n // threads rounds down).")
+    if unwritten is not None and unwritten.dim() == 2 and kind.startswith("blk_kernel2d"):
+        return _swapped_axes(launches[-1], unwritten, python_words(ran.get("kernel")))
     return None
+
+
+def _store(ran):
+    """How the last launch's kernel stores one element, in its own names: out[i], out[i, j] or out[r*w + c]."""
+    launch, kernel = ran["launches"][-1], ran.get("kernel")
+    words = python_words(kernel) if kernel is not None else {}
+    try:
+        params = list(inspect.signature(kernel).parameters)
+    except (TypeError, ValueError):
+        params = []
+    src = _source(kernel) if kernel is not None else None
+    fn_node = _function_node(src) if src else None
+    unused = [a for a in params if fn_node is not None and not any(
+        isinstance(n, ast.Name) and n.id == a for b in fn_node.body for n in ast.walk(b))]
+    out = words.get("out") or (unused[0] if unused else "out")  # a kernel that returns its value leaves its output unused
+    if launch[0] == "run_kernel" and isinstance(launch[1], tuple):
+        return f"{out}[{', '.join((params + ['i', 'j'])[:2])}]"
+    if launch[0].startswith("blk_kernel2d"):
+        return f"{out}[{words.get('row', 'r')}*w + {words.get('col', 'c')}]"
+    return f"{out}[{params[0] if launch[0] == 'run_kernel' and params else 'i'}]"
+
+
+def _swapped_axes(launch, unwritten, words):
+    """The hint for a 2D grid that covers the output while whole rows (or columns) past its x (or y) extent were
+    never written: the kernel takes its row from x and its column from y. None when that does not fit."""
+    blocks, per = launch[1], launch[2]
+    across, down = blocks.x * per.x, blocks.y * per.y
+    h, w = unwritten.shape
+    rows, cols = unwritten.all(1), unwritten.all(0)
+    if across < w or down < h:
+        return None
+    if across < h and bool(rows[across:].all()) and not bool(rows[:across].any()):
+        what = f"the rows from {across} on were never written: {across} is the grid's x extent"
+    elif down < w and bool(cols[down:].all()) and not bool(cols[:down].any()):
+        what = f"the columns from {down} on were never written: {down} is the grid's y extent"
+    else:
+        return None
+    r, c = words.get("row", "r"), words.get("col", "c")
+    return (f"the grid covers all {_count(h, 'row')} and {_count(w, 'column')} ({across} threads across, {down} down), yet {what}, so "
+            f"your kernel takes its row from x and its column from y. The row comes from y, the column from x: "
+            f"{r} = blockidx.y*blockdim.y + threadidx.y, {c} = blockidx.x*blockdim.x + threadidx.x.")

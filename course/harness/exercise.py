@@ -10,6 +10,7 @@ class Case:
     """One input of a check: how messages name it, and the arguments the student's function gets."""
     where: str
     args: tuple
+    words: dict = field(default_factory=dict)  # the lesson's names for hints: the runner's rung, the student's own names
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,20 @@ def expect_tensor(yours, what, where, shape, dtype, advice):
     if yours.dtype != dtype:
         raise AssertionError(f"{what} returned dtype {yours.dtype} for {where}; expected {dtype}. "
                              f"Hint: {advice['dtype']}")
+
+
+def with_hint(error, hint):
+    """error's message with its hint replaced by hint (a message's hint is its last line that starts "Hint: ")."""
+    text = str(error)
+    head = text.rsplit("\nHint: ", 1)[0] if "\nHint: " in text else text
+    return AssertionError(f"{head}\nHint: {hint}")
+
+
+def order_hint(exercise):
+    """The hint for an answer that changes with the order a block's threads run in, in the exercise's words."""
+    race = exercise.hints["race"]
+    return ("it gives other answers when the threads of each block run in another order: that is a race on shared "
+            f"memory. {race[0].upper()}{race[1:]}")
 
 
 def judges(kind):

@@ -1,13 +1,14 @@
 """The Python rungs' runner: the student's function on each input of a case, quiet, time-limited, outputs pre-filled."""
 import contextlib
+from dataclasses import replace
 import io
 import signal
 import threading
 
 import torch
 
-from .evidence import runner_hint, timeout_hint
-from .exercise import fill_byte, unwritten
+from .evidence import python_words, runner_hint, timeout_hint
+from .exercise import fill_byte, unwritten, with_hint
 
 PYTHON_TIMEOUT = 60  # seconds: the slowest right answer takes a few seconds on the largest Python case
 
@@ -60,7 +61,7 @@ def prefilled():
 
 def _clear_ran():
     from ..ladder import ran
-    ran.update(threads=0, returned=0, returned_by=None, launches=[])
+    ran.update(threads=0, returned=0, returned_by=None, launches=[], kernel=None)
     return ran
 
 
@@ -86,13 +87,6 @@ def call_quietly(fn, args, what, where, seconds=None, hang_hint=None):
         raise AssertionError(f"{what} raised {type(e).__name__} for {where}: {e}") from e
 
 
-def _with_hint(error, hint):
-    """error's message with its hint replaced by hint."""
-    text = str(error)
-    head = text.rsplit("\nHint: ", 1)[0] if "\nHint: " in text else text
-    return AssertionError(f"{head}\nHint: {hint}")
-
-
 def check_python(exercise, fn, case, seed=None, hang_hint=None):
     """Runs a Python-rung function on every input of a case and judges each answer; raises AssertionError on the first wrong one."""
     __tracebackhide__ = True  # noqa: F841
@@ -107,15 +101,19 @@ def check_python(exercise, fn, case, seed=None, hang_hint=None):
                 raise AssertionError(f"{what} changed its input for {c.where}. "
                                      "Hint: write only into the output tensor.")
             never = unwritten(yours)
+            from ..ladder import ran
+            try:  # the hints speak the lesson's names, the student's own where the source shows them
+                words = {"lang": "python", **python_words(ran.get("kernel") or fn)}
+            except Exception:  # reading the evidence must never hide the verdict
+                words = {"lang": "python"}
             try:
-                exercise.judge(yours, c, what, never)
+                exercise.judge(yours, replace(c, words=words), what, never)
             except AssertionError as e:
                 # What the runners did (no thread, too few, kernels returning their values) outweighs what the
                 # output alone suggests, when the judge found wrong elements that were never written.
-                from ..ladder import ran
-                seen = (runner_hint(ran, exercise.out_numel(c), bool(never.all()))
+                seen = (runner_hint(ran, exercise.out_numel(c), bool(never.all()), never)
                         if never is not None and "never written" in str(e) else None)
-                raise (_with_hint(e, seen) if seen else e) from None
+                raise (with_hint(e, seen) if seen else e) from None
     except AssertionError as verdict:
         raise verdict.with_traceback(None) from None  # what is wrong with the answer: the message below
     print(f"{what}: {case} passed")
