@@ -431,8 +431,8 @@ def test_the_lessons_fma_figures_are_what_cpu_mode_measures(sources):
 
 MATMUL_MISTAKES = {  # what the kernel computes, in float32 as a kernel would, and the phrase its hint must name
     "stored column by column": lambda a, b: (a @ b).t().contiguous().view(a.shape[0], b.shape[1]),
-    "read a column by column": lambda a, b: a.reshape(-1).view(a.shape[1], a.shape[0]).t() @ b,
-    "read b column by column": lambda a, b: a @ b.reshape(-1).view(b.shape[1], b.shape[0]).t(),
+    "read m column by column": lambda a, b: a.reshape(-1).view(a.shape[1], a.shape[0]).t() @ b,
+    "read n column by column": lambda a, b: a @ b.reshape(-1).view(b.shape[1], b.shape[0]).t(),
     "stops one short": lambda a, b: a[:, :-1] @ b[:-1],
 }
 

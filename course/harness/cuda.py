@@ -5,6 +5,7 @@ compute-sanitizer for the memory and race checks. A crash, an illegal memory acc
 that check alone, with what happened and the likely cause. The verdict is computed here, from the
 installed package, never in the process that ran the student's module.
 """
+import dataclasses
 import hashlib
 import json
 import os
@@ -26,7 +27,7 @@ from ..device import cpu_mode, require_gpu
 from . import integrity
 from .child import Job
 from .evidence import guard_hint
-from .exercise import Case, Exercise, fill_byte, same, unwritten
+from .exercise import Case, Exercise, fill_byte, order_hint, same, unwritten, with_hint
 
 TIMEOUT = 60  # seconds for one check's child process: the largest case takes well under 1 s to run
 BUILD_TIMEOUT = 1800  # seconds for building a check's cuda_src: a cold CPU-mode build takes about a minute
@@ -312,13 +313,27 @@ def verdict(job, result):
             integrity.judge(func, where, run, own, job.needs_shared, exercise.hints.get("computes", "every output element"))
         if job.mode == "race" and isinstance(run.value, torch.Tensor) and isinstance(run.again, torch.Tensor) \
                 and not same(run.value, run.again):
-            raise AssertionError(f"{func}: the race check gave different outputs in two runs for {where}, the "
+            raise AssertionError(f"{func}: the race check {RACE_SEEN} for {where}, the "
                                  "threads of each block running in another order each time.\n"
                                  f"Hint: {exercise.hints['race']}")
         # Under compute-sanitizer every tensor is a fresh allocation: no fill pattern to find there (CPU mode's
         # guarded memory is filled like the rest).
         fresh = job.mode == "memory" and not job.cpu
-        exercise.judge(run.value, Case(where, args), func, None if fresh else unwritten(run.value))
+        exercise.judge(run.value, Case(where, args, words={"lang": "cuda"}), func,
+                       None if fresh else unwritten(run.value))
+
+
+RACE_SEEN = "gave different outputs in two runs"  # the race check's words when two runs differ
+
+
+def _order_matters(job):
+    """Whether the job's function gives other answers when run again, the threads of each block in another order
+    (CPU mode shuffles a block's warps every run): a failed output check of a kernel with shared memory asks."""
+    try:
+        run_and_judge(dataclasses.replace(job, mode="race"))
+    except AssertionError as e:
+        return RACE_SEEN in str(e)
+    return False
 
 
 def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
@@ -342,7 +357,14 @@ def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
               cpu=cpu, memory_module=memory_module() if cpu else None, exercise=(exercise.topic, exercise.name),
               wheres=[c.where for c in cases], needs_shared=needs_shared, memory_hint=memory_hint)
     try:
-        run_and_judge(job)
+        try:
+            run_and_judge(job)
+        except KernelFailed:
+            raise
+        except AssertionError as e:
+            if mode == "run" and cpu and "race" in exercise.hints and _order_matters(job):
+                raise with_hint(e, order_hint(exercise)) from None
+            raise
     except OutOfBounds as e:
         raise AssertionError(f"{func}: the memory check found out-of-bounds accesses on the {exercise.probe} "
                              f"sizes: {e}.\nHint: {memory_hint}") from None

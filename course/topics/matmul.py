@@ -1,11 +1,12 @@
 """Matmul: the inputs each check feeds an answer, how a float32 product is judged against an exact one, and the checks."""
 import math
+from functools import partial
 
 import torch
 
 from ..device import cpu_mode
 from ..harness.cuda import check_cuda
-from ..harness.exercise import Case, Exercise, expect_tensor, first, judges
+from ..harness.exercise import Case, Exercise, expect_tensor, first, judges, order_hint, with_hint
 from ..harness.python import check_python
 
 U32 = 2.0 ** -24  # float32's unit roundoff: half the gap between 1 and the next float32
@@ -78,24 +79,62 @@ def _dots(rows, cols):
     return (rows * cols).sum(dim=1)
 
 
-def _hint(yours, a, b, bad, never, tol):
+def _names(words):
+    """The names a hint uses: the student's where the runner read them, else the lesson's (r, c, i, m, n, out)."""
+    return {"lang": "cuda", "row": "r", "col": "c", "loop": "i", "a": "m", "b": "n", "out": "out", "flat": True,
+            **(words or {})}
+
+
+def _unwritten_hint(bad, w, tiled):
+    """The hint when every wrong element holds the fill value's bits: where they lie names the grid; otherwise the
+    causes that leave those bits (no store; in CPU mode or a Python rung, arithmetic on a NaN read too early or
+    past a tensor's end keeps them)."""
+    r, c, out, python = w["row"], w["col"], w["out"], w["lang"] == "python"
+    rows, cols = bad.any(1).nonzero().flatten(), bad.any(0).nonzero().flatten()
+    where = ""
+    source = "blockidx" if python else "blockIdx"
+    if bool(bad[rows.min():, :].all()) and rows.min() > 0:
+        where = (f" (every row from {int(rows.min())} on: the grid covers only {int(rows.min())} rows: its y extent "
+                 f"is too small, or the kernel takes its row from x: {r} comes from {source}.y)")
+    elif bool(bad[:, cols.min():].all()) and cols.min() > 0:
+        where = (f" (every column from {int(cols.min())} on: the grid covers only {int(cols.min())} columns: its x "
+                 f"extent is too small, or the kernel takes its column from y: {c} comes from {source}.x)")
+    if python and not w.get("block"):
+        cover = f"store every element, {out}[{r}, {c}] = ..., once for each row and column"
+    elif python:
+        cover = (f"launch enough blocks to cover every ({r}, {c}), blocks = dim3(cdiv(w, tpb.x), cdiv(h, tpb.y)) "
+                 f"with x for columns and y for rows, and have each thread with `{r} < h and {c} < w` write "
+                 f"{out}[{r}*w + {c}]")
+    else:
+        cover = (f"launch enough blocks to cover every ({r}, {c}), dim3 blocks(cdiv(w, 16), cdiv(h, 16)) with x for "
+                 f"columns and y for rows, and have each thread with {r} < h && {c} < w write {out}[{r}*w + {c}]")
+    if where or not (python or cpu_mode()):
+        return f"those elements were never written{where}: {cover}."
+    if tiled:
+        return ("either no thread stored them, or they were computed from a NaN read past a tensor's end: a tile "
+                "load without a bound reads past m or n at the edges. Bound each tile load and load 0 outside "
+                "(`ms[tr][tc] = r < h && idx + tc < k ? m[r*k + idx + tc] : 0.0f;`, and n's tile with c < w && "
+                f"idx + tr < k), then {cover}.")
+    if python:
+        return (f"either they were never stored ({cover}), or each was computed from its own memory before it was "
+                f"written: `{out}[...] += ...` adds to the NaN that torch.empty left there. Sum into a variable that "
+                "starts at 0.0 and store it once.")
+    return (f"either they were never written ({cover}), or they were computed from a NaN read past a tensor's end "
+            f"(keep every index inside its matrix: {w['a']}[{r}*k + {w['loop']}], {w['b']}[{w['loop']}*w + {c}]).")
+
+
+def _hint(yours, a, b, bad, never, tol, words=None, tiled=False):
     """The fix that the wrong elements point at, each candidate cause tested on a sample of them; "cannot name" when none fits.
 
     Every candidate is a computation a typical mistake performs; where several fit (with k = 2, dropping
-    the first product and keeping only the last are the same), the hint names them all.
+    the first product and keeping only the last are the same), the hint names them all, in the lesson's words.
     """
     m, k = a.shape
     n = b.shape[1]
+    w = _names(words)
+    python, r_, c_, i_, out = w["lang"] == "python", w["row"], w["col"], w["loop"], w["out"]
     if never and never == int(bad.sum()):
-        rows, cols = bad.any(1).nonzero().flatten(), bad.any(0).nonzero().flatten()
-        where = ""
-        if bool(bad[rows.min():, :].all()) and rows.min() > 0:
-            where = f" (every row from {int(rows.min())} on: the grid's y extent is too small)"
-        elif bool(bad[:, cols.min():].all()) and cols.min() > 0:
-            where = f" (every column from {int(cols.min())} on: the grid's x extent is too small)"
-        return ("those elements were never written" + where + ": launch enough blocks to cover every (row, col), "
-                "dim3 blocks(cdiv(w, 16), cdiv(h, 16)) with x for columns and y for rows, and have each thread "
-                "with row < h && col < w write out[row*w + col].")
+        return _unwritten_hint(bad, w, tiled)
     idx = bad.nonzero()[:SAMPLE]
     r, c = idx[:, 0], idx[:, 1]
     a64, b64 = a.double(), b.double()
@@ -114,43 +153,59 @@ def _hint(yours, a, b, bad, never, tol):
     p = r * n + c  # where the kernel wrote each sampled element, counted row by row
     found = []
     if bool((y == 0).all()):
-        found.append("your kernel wrote 0 everywhere: the loop over k never ran (check its bounds) or the sum is "
+        found.append(f"your kernel wrote 0 everywhere: the loop over {i_} never ran (check its bounds) or the sum is "
                      "not what is stored")
     if bool((y == y.round()).all()) and not bool((y == 0).all()):
-        found.append("every value is a whole number: the sum is kept in an int. Declare it float")
+        found.append("every value is a whole number: something rounds the sum or its products (int(...), round, //, "
+                     "an integer tensor). Keep them float, and start the sum at 0.0" if python else
+                     "every value is a whole number: the sum is kept in an int. Declare it float")
     if k > 1 and fits(_dots(row[:, :-1], col[:, :-1])):
-        found.append("every element misses the last product: the loop over k stops one short. Sum i from 0 while i < k")
+        stop = w.get("stop") or ""
+        fixed = stop[:-1].rstrip()[:-1].rstrip() if stop.replace(" ", "").endswith("-1") else None
+        found.append(f"every element misses the last product: the loop over {i_} stops one short. " + (
+            f"range({fixed}) already ends at {fixed} - 1: loop `for {i_} in range({fixed})`" if python and fixed else
+            f"It must take all {k} values, 0 to {k - 1}" if python else f"Sum {i_} from 0 while {i_} < k"))
     if k > 1 and fits(_dots(row[:, 1:], col[:, 1:])):
-        found.append("every element misses the first product: the loop over k starts at 1. Start it at 0")
+        found.append(f"every element misses the first product: the loop over {i_} starts at 1. Start it at 0"
+                     + (f" (range({w['stop']}) does)" if python and w.get("start") and w.get("stop") else ""))
     if k > 1 and fits(row[:, -1] * col[:, -1]):
         found.append("every element is its last product alone: each step replaces the sum instead of adding to it (+=)")
     if m * n > 1 and fits_dots(a64[p % m], b64[:, p // m].t()):
-        found.append("your values are right but stored column by column: element (row, col) goes to out[row*w + col], "
-                     "not out[col*h + row]")
+        found.append(f"your values are right but stored column by column: element ({r_}, {c_}) goes to "
+                     f"{out}[{r_}*w + {c_}], not {out}[{c_}*h + {r_}]")
     if m > 1 and k > 1 and fits_dots(a64.reshape(-1).view(k, m)[:, r].t(), col):
-        found.append("you read a column by column (a[i*h + row]); it is stored row by row: element (row, i) is a[row*k + i]")
+        found.append(f"you read {w['a']} column by column ({w['a']}[{i_}*h + {r_}]); it is stored row by row: "
+                     f"element ({r_}, {i_}) is {w['a']}[{r_}*k + {i_}]")
     if n > 1 and k > 1 and fits_dots(row, b64.reshape(-1).view(n, k)[c]):
-        found.append("you read b column by column (b[col*k + i]); it is stored row by row: element (i, col) is b[i*w + col]")
+        found.append(f"you read {w['b']} column by column ({w['b']}[{c_}*k + {i_}]); it is stored row by row: "
+                     f"element ({i_}, {c_}) is {w['b']}[{i_}*w + {c_}]")
     if m == n and m > 1 and fits_dots(a64[c], b64[:, r].t()):
-        found.append("you computed element (col, row) for (row, col): row comes from .y, col from .x")
+        source = ("" if python and not w.get("block") else
+                  f": {r_} comes from {'blockidx' if python else 'blockIdx'}.y, {c_} from .x")
+        found.append(f"you computed element ({c_}, {r_}) for ({r_}, {c_}){source or ': swap them'}")
+    keep = ("Keep them float32 (no .half(), .bfloat16())" if python else
+            "Keep them float: float* pointers, data_ptr<float>(), float products")
     for name, rounded in LOW_PRECISION.items():  # inputs rounded, products summed in float32
         if fits(_dots(rounded(a[r]).double(), rounded(b[:, c].t()).double())):
             found.append(f"your values are what {name} inputs give: the kernel rounds a and b to {name} before "
-                         "multiplying. Keep them float: float* pointers, data_ptr<float>(), float products")
+                         f"multiplying. {keep}")
     for name, (dtype, u) in HALF_SUMS.items():
         acc = torch.zeros(len(y), dtype=dtype)
         for i in range(k):  # the sum kept in a low-precision variable, as `__half o = 0;` would
             acc = (acc.double() + row[:, i] * col[:, i]).to(dtype)
         if fits(acc.double(), 2 * u * acc.double().abs()):
-            found.append(f"your sums are what a running sum kept in {name} gives: declare the accumulator float")
+            found.append(f"your sums are what a running sum kept in {name} gives: "
+                         + ("keep the sum a float32 or Python float" if python else "declare the accumulator float"))
     if found:
         return found[0] + "." if len(found) == 1 else "either " + "; or ".join(found) + "."
     off = (y - _dots(row, col)).abs() / (scale + 1e-30)
     near = (" Your wrong values are all within 1% of the right ones, so the indexing may be right and the "
             "arithmetic not.") if float(off.max()) < 1e-2 else ""
-    return ("the values are wrong in a way the checker cannot name." + near + " Element (row, col) is the sum over "
-            "i of a[row, i]*b[i, col]; flattened as the kernels see them: a[row*k + i], b[i*w + col], "
-            "out[row*w + col]. Print the row, col and value of one wrong element to see where yours differs.")
+    flat = (f"; flattened as the kernels see them: {w['a']}[{r_}*k + {i_}], {w['b']}[{i_}*w + {c_}], "
+            f"{out}[{r_}*w + {c_}]" if w.get("flat", True) else "")
+    return (f"the values are wrong in a way the checker cannot name.{near} Element ({r_}, {c_}) is the sum over "
+            f"{i_} of a[{r_}, {i_}]*b[{i_}, {c_}]{flat}. Print the {r_}, {c_} and value of one wrong element to see "
+            "where yours differs.")
 
 
 def _tf32(x):
@@ -163,8 +218,10 @@ LOW_PRECISION = {"half (float16)": lambda x: x.half(), "bfloat16": lambda x: x.b
 HALF_SUMS = {"half (float16)": (torch.float16, 2.0 ** -11), "bfloat16": (torch.bfloat16, 2.0 ** -8)}
 
 
-def judge_matmul(yours, case, what, unwritten=None):
-    """Asserts yours is a @ b in float32: each element within the float32 error bound of the exact product."""
+def judge_matmul(yours, case, what, unwritten=None, tiled=False):
+    """Asserts yours is a @ b in float32: each element within the float32 error bound of the exact product.
+
+    tiled: the answer is the tiled exercise's, whose hints also name its tile loads."""
     a, b = case.args
     m, n, where = a.shape[0], b.shape[1], case.where
     expect_tensor(yours, what, where, (m, n), torch.float32, {
@@ -185,9 +242,13 @@ def judge_matmul(yours, case, what, unwritten=None):
            f"{float(tol[tuple(idx)]):.3g}, the float32 error bound (k+2)*2**-24*sum|a||b| for k = {a.shape[1]})")
     never = int((bad & unwritten).sum()) if unwritten is not None else 0
     if never:
-        msg += (f"\n  {never:,} of the wrong elements still hold NaN, the value the memory had before your code "
-                "ran: they were never written.")
-    raise AssertionError(f"{msg}\nHint: {_hint(yours, a, b, bad, never, tol)}")
+        msg += f"\n  {never:,} of the wrong elements still hold NaN, the value the memory had before your code ran: "
+        python = case.words.get("lang") == "python"
+        msg += ("never written, or computed from an element read before it was written (arithmetic keeps a NaN's "
+                "bits)." if python else "never written, or computed from a NaN read past a tensor's end (in CPU "
+                "mode the memory just past each tensor holds that NaN, and the CPU's arithmetic keeps its bits)."
+                if cpu_mode() else "they were never written.")
+    raise AssertionError(f"{msg}\nHint: {_hint(yours, a, b, bad, never, tol, case.words, tiled)}")
 
 
 CASE_NAMES = {"python": ("tiny", "ragged", "tall_skinny", "all_different", "digits", "random"),
@@ -204,7 +265,7 @@ MATMUL = Exercise(
     out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1], func="matmul", cpp_src=CPP_SRC,
     hints={"memory": MEMORY_HINT, "computes": "every element of the product"})
 MATMUL_TILED = Exercise(
-    name="matmul_tiled", topic=__name__, cases=matmul_cases, judge=judge_matmul, out_dtype=torch.float32,
+    name="matmul_tiled", topic=__name__, cases=matmul_cases, judge=partial(judge_matmul, tiled=True), out_dtype=torch.float32,
     case_names={**CASE_NAMES, "modes": ("memory", "race", "integrity")},
     out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1], func="matmul_static", cpp_src=TILED_CPP_SRC,
     hints={"memory": MEMORY_HINT, "race": RACE_HINT, "computes": "every element of the product, tile by tile"})
@@ -224,8 +285,7 @@ def check_matmul_tiled(fn, case="digits", seed=None):
     try:
         check_python(MATMUL, fn, case, seed)
     except AssertionError as e:
-        race = _order_matters(fn, case, seed)
-        raise AssertionError(f"{str(e).split(chr(10) + 'Hint: ')[0]}\nHint: {race}" if race else str(e)) from None
+        raise (with_hint(e, order_hint(MATMUL_TILED)) if _order_matters(fn, case, seed) else e) from None
     if ladder.shared_use["writes"] == before["writes"] or ladder.shared_use["syncs"] == before["syncs"]:
         raise AssertionError(
             f"{getattr(fn, '__name__', 'your function')} gave the right answers without filling shared memory "
@@ -234,7 +294,7 @@ def check_matmul_tiled(fn, case="digits", seed=None):
 
 
 def _order_matters(fn, case, seed):
-    """A sentence for a failed tiled check when the answer changes with the order a block's threads run in."""
+    """Whether a failed tiled check's answer changes with the order a block's threads run in."""
     from ..harness.python import call_quietly
     from ..ladder import thread_order
     for c in MATMUL.inputs(case, seed, "python"):
@@ -249,9 +309,8 @@ def _order_matters(fn, case, seed):
             thread_order["reversed"] = False
         if all(isinstance(r, torch.Tensor) for r in runs) and runs[0].shape == runs[1].shape \
                 and not torch.equal(runs[0].nan_to_num(), runs[1].nan_to_num()):
-            return ("it gives other answers when the threads of each block run in another order: that is a "
-                    f"race on shared memory. {RACE_HINT[0].upper()}{RACE_HINT[1:]}")
-    return ""
+            return True
+    return False
 
 
 @judges("cuda")

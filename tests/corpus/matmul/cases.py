@@ -82,9 +82,9 @@ CASES = {
         " one float past a; on the H200 the memory check passes it, rightly: the value is never used, and nvcc's code"
         " (nvcc -O3 -ptx for sm_90) loads m[r*k + i] in its turn and never the one past", {"memory": OOB}, gpu={}),
     "cuda_a_read_column_major": Case(
-        "matmul_cuda", "reads a[i*h + r]: a as if stored column by column", cu("read a column by column", but=("tiny",))),
+        "matmul_cuda", "reads a[i*h + r]: a as if stored column by column", cu("read m column by column", but=("tiny",))),
     "cuda_b_read_row_major": Case(
-        "matmul_cuda", "reads b[c*k + i]: b as if stored column by column", cu("read b column by column", but=("tiny",))),
+        "matmul_cuda", "reads b[c*k + i]: b as if stored column by column", cu("read n column by column", but=("tiny",))),
     "cuda_double_output_float_pointer": Case(
         "matmul_cuda", "output allocated as float64 and written through data_ptr<float>(): PyTorch refuses the pointer",
         cu("raised an error")),
