@@ -45,14 +45,14 @@ def judge_lines(lines, img, where):
     n = img[0].numel()
     want = list(range(min(FIRST, n)))
     exact = rgb2grey_exact(img).reshape(-1)
-    found = [(int(m.group(1)), float(m.group(2))) for m in map(LINE.search, lines) if m]
+    found = [(int(m.group(1)), float(m.group(2)), m.group(2)) for m in map(LINE.search, lines) if m]
     shown = "\n".join(f"    {ln}" for ln in lines[:8]) + ("\n    ..." if len(lines) > 8 else "")
     if not found:
         hint = ("nothing at all reached stdout: call printf inside the kernel, in `if (i < 5)`"
                 if not lines else "print each line as printf(\"i=%d grey=%d\\n\", i, value)")
         raise AssertionError(f"your kernel printed no line of the form `i=<index> grey=<value>` for {where}"
                              + (f"; it printed:\n{shown}" if lines else "") + f"\nHint: {hint}.")
-    indices = sorted(i for i, _ in found)
+    indices = sorted(i for i, _, _ in found)
     if indices != want:
         extra = sorted(set(indices) - set(want))
         twice = sorted({i for i in indices if indices.count(i) > 1})
@@ -71,12 +71,16 @@ def judge_lines(lines, img, where):
                     f"with i < {FIRST} (and i < n) prints one line")
         raise AssertionError(f"your kernel printed the indices {indices} for {where}; expected {want}, each once.\n"
                              f"  it printed:\n{shown}\nHint: {hint}.")
-    for i, value in sorted(found):
+    for i, value, text in sorted(found):
         lo, hi = int((exact[i] - GREY_SLACK).floor()), int((exact[i] + GREY_SLACK).floor())
         if value in (lo, hi):
             continue
         r, g, b = (int(img.reshape(3, -1)[c, i]) for c in range(3))
-        if value in (r, g, b):
+        if "." in text and value == int(value):  # %f given a whole number: what it prints is not that number
+            why = (f"grey={text} has a decimal point, so it was printed with %f, which expects a float (a double); "
+                   "an unsigned char reaches printf as an int, and %f then prints whatever is in a float register, "
+                   "not your value. Print the grey value with %d")
+        elif value in (r, g, b):
             channel = ("red", "green", "blue")[(r, g, b).index(value)]
             why = f"that is pixel {i}'s {channel} value: print the grey value you stored"
         elif value != int(value):
