@@ -1,0 +1,171 @@
+"""The student-mistake corpus for matmul and the drills (issue 26): what a student reads, pinned phrase by phrase.
+
+The same pattern as tests/test_messages.py (grayscale): each mistake is a cell a student could write, run as the
+notebook runs it, with the phrases its message must contain (the real fix, in the lesson's own names) and those
+it must not (the wrong hints it gave before). The CUDA ones run in CPU mode where there is no GPU; where a GPU
+shows something else, the entry says so (a tuple in `must` is a set of alternatives, one of which must appear).
+"""
+from dataclasses import dataclass
+
+import pytest
+
+from course import cuda_begin, has_gpu
+from course.harness.evidence import guard_hint
+from tests.test_messages import ROOT, Mistake, expect, message_of, run_cell
+
+pytestmark = [pytest.mark.xdist_group("messages"), pytest.mark.timeout(1800)]
+
+PRELUDE = {
+    "L0": "import torch\nfrom course import check_matmul\n",
+    "L1": "import torch\nfrom course import check_matmul, run_kernel\n",
+    "L2": "import torch\nfrom course import check_matmul, cdiv, dim3, blk_kernel2d\n",
+    "tiled": "import torch\nfrom course import check_matmul_tiled, cdiv, dim3, blk_kernel2d_shar\n",
+}
+
+EXAMPLES = ROOT / "examples"
+
+
+def alice(topic, exercise, var=None):
+    """An example student's right solution cell (examples/<topic>/alice/), or with var its cuda_src (not built)."""
+    text = (EXAMPLES / topic / "alice" / f"{exercise}.py").read_text()
+    if var is None:
+        return text
+    ns = {"cuda_begin": cuda_begin, "load_cuda": lambda *args: None, "cpp_src": "", "tiled_cpp": ""}
+    exec(text, ns)
+    return ns[var]
+
+
+L0_MATMUL, L2_CELL, TILED_CELL = alice("matmul", "matmul"), alice("matmul", "matmul_bk"), alice("matmul", "matmul_tiled_bk")
+L1_WRAPPER = alice("matmul", "matmul_k")[alice("matmul", "matmul_k").index("\ndef matmul_pyk"):]
+
+
+def patched(src, old, new):
+    assert old in src, old
+    return src.replace(old, new)
+
+
+def l2(old, new):
+    return patched(L2_CELL, old, new)
+
+
+PYTHON = {
+    # ---- the five that pointed the wrong way (issue 26) -------------------------------------------------------
+    "l2_half_guard": Mistake(
+        "L2", "`if r < h:` only: no bound on the column", l2("if r < h and c < w:", "if r < h:"),
+        'check_matmul(matmul_2d, "ragged")',
+        ("IndexError", "bounds r but not c", "`if r < h and c < w:`", "c = 7"),
+        ("the guard is not the problem", "if i < n")),
+    "l2_row_and_column_swapped": Mistake(
+        "L2", "r from x and c from y, the launch as the lesson gives it",
+        l2("r = blockidx.y*blockdim.y + threadidx.y\n    c = blockidx.x*blockdim.x + threadidx.x",
+           "r = blockidx.x*blockdim.x + threadidx.x\n    c = blockidx.y*blockdim.y + threadidx.y"),
+        'check_matmul(matmul_2d, "tall_skinny")',
+        ("never written", "takes its row from x", "r = blockidx.y*blockdim.y + threadidx.y"),
+        ("too small", "launch enough blocks")),
+    "tiled_loads_without_bounds": Mistake(
+        "tiled", "tile loads with no bound: ms[...] = m[r*k + idx + tc], ns[...] = n[(idx + tr)*w + c]",
+        patched(patched(TILED_CELL, " if r < h and idx + tc < k else 0.0", ""), " if c < w and idx + tr < k else 0.0",
+                ""),
+        'check_matmul_tiled(matmul_tiled_py, "ragged")',
+        ("IndexError", "loads a tile element with no bound", "load 0.0 outside", "every thread of the block must reach "
+         "syncthreads()"), ("did you forget the guard", "if i < n")),
+
+    # ---- hint wording from other lessons --------------------------------------------------------------------
+    "l0_loop_stops_short_named_k": Mistake(
+        "L0", "the loop over k runs range(ac - 1): every element misses its last product",
+        patched(L0_MATMUL, "range(ac)", "range(ac - 1)"), 'check_matmul(matmul, "ragged")',
+        ("stops one short", "the loop over k", "`for k in range(ac)`"), ("i < k", "Sum i")),
+    "l0_whole_numbers": Mistake(
+        "L0", "each product truncated with int(): every value a whole number",
+        patched(L0_MATMUL, "+= a[i, k] * b[k, j]", "+= int(a[i, k] * b[k, j])"), 'check_matmul(matmul, "ragged")',
+        ("whole number", "start the sum at 0.0"), ("Declare it float", "declare")),
+    "l1_kernel_returns_its_sum": Mistake(
+        "L1", "matmul_k returns the sum instead of storing c[i, j]",
+        "def matmul_k(i, j, a, b, c, k):\n    s = 0.0\n    for p in range(k):\n        s += a[i, p] * b[p, j]\n"
+        "    return s\n" + L1_WRAPPER, 'check_matmul(matmul_pyk, "ragged")',
+        ("returned a value", "c[i, j] = ..."), ("out[i] = ...",)),
+    "l1_adds_into_empty_output": Mistake(
+        "L1", "c[i, j] += ... straight into torch.empty's memory: every element NaN, although every one was written",
+        "def matmul_k(i, j, a, b, c, k):\n    for p in range(k):\n        c[i, j] += a[i, p] * b[p, j]\n" + L1_WRAPPER,
+        'check_matmul(matmul_pyk, "ragged")',
+        ("adds to the NaN that torch.empty left there", "starts at 0.0"), ("launch enough blocks", "grid")),
+    "l2_no_guard": Mistake(
+        "L2", "no guard at all", l2("    if r < h and c < w:\n", "    if True:\n"), 'check_matmul(matmul_2d, "tiny")',
+        ("IndexError", "did you forget the guard", "`if r < h and c < w:`"), ("if i < n",)),
+}
+
+
+@pytest.mark.parametrize("key", sorted(PYTHON))
+def test_a_python_matmul_mistake_gets_the_message_that_names_its_fix(key):
+    mistake = PYTHON[key]
+    ns = {"__name__": "__main__"}
+    run_cell(ns, PRELUDE[mistake.rung], f"<{key}:prelude>")
+    run_cell(ns, mistake.cell, f"<{key}:cell>")
+    expect(message_of(ns, mistake, key), mistake)
+
+
+# ---- CUDA: the memory check's hint, read from the source (no build) --------------------------------------------
+
+NAIVE, TILED = alice("matmul", "matmul_cuda", "cuda_src"), alice("matmul", "matmul_tiled_cuda", "tiled_src")
+TILED_UNBOUNDED = patched(patched(TILED, "r < h && idx + tc < k ? m[r*k + idx + tc] : 0.0f", "m[r*k + idx + tc]"),
+                          "c < w && idx + tr < k ? n[(idx + tr)*w + c] : 0.0f", "n[(idx + tr)*w + c]")
+TILED_ONE_SYNC = patched(TILED, "p += ms[tr][i] * ns[i][tc];\n        __syncthreads();", "p += ms[tr][i] * ns[i][tc];")
+PRINTF = patched(alice("drills", "drill7_printf_cuda", "cuda_src"), 'printf("i=%d grey=%d\\n", i, grey)',
+                 'printf("i=%d grey=%f\\n", i, grey)')
+
+
+@pytest.mark.parametrize("src, must, must_not", [
+    (TILED_UNBOUNDED, ("`ms[tr][tc] = m[r*k + idx + tc];` in matmul_ks loads a tile element with no bound",
+                       "load 0 outside", "every thread of the block must reach __syncthreads()"),
+     ("if (row < h && col < w)", "guards")),
+    (patched(NAIVE, "    if (r >= h || c >= w) return;\n", ""), ("has no guard", "`if (r < h && c < w)`"),
+     ("if (r < n)", "if (i < n)")),
+    (patched(NAIVE, "if (r >= h || c >= w) return;", "if (r >= h) return;"), ("guards r but not c",
+                                                                              "`if (r < h && c < w)`"), ("row",)),
+], ids=["tiled_loads_without_bounds", "matmul_no_guard", "matmul_half_guard"])
+def test_the_matmul_memory_hint_names_the_kernels_own_indices(src, must, must_not):
+    hint = guard_hint(src)
+    expect(hint, Mistake("L3", "", "", "", must, must_not))
+
+
+@dataclass(frozen=True)
+class CudaMistake:
+    what: str
+    source: str
+    run: str          # the test cell's check, on cuda_src
+    must: tuple
+    must_not: tuple = ()
+    cpu_only: str = None  # why a GPU shows another message (then it runs in CPU mode only)
+
+
+CUDA = {
+    "tiled_loads_without_bounds": CudaMistake(
+        "tile loads with no bound: in CPU mode the 512 bytes past n hold the fill NaN, so every element comes out as"
+        " NaN with the fill value's bits; it was written", TILED_UNBOUNDED, 'check_matmul_tiled_cuda(cuda_src, "ragged")',
+        ("computed from a NaN read past a tensor's end", "Bound each tile load"), ("those elements were never written",),
+        cpu_only="a GPU's reads past n find other memory (and a GPU's NaN arithmetic does not keep the fill's bits), "
+                 "so the values are wrong in other ways or right"),
+    "tiled_loads_without_bounds_memory": CudaMistake(
+        "the same, its memory check", TILED_UNBOUNDED, 'check_matmul_tiled_cuda(cuda_src, "memory")',
+        ("out-of-bounds", "loads a tile element with no bound", "load 0 outside"), ("if (row < h && col < w)",)),
+    "tiled_missing_second_sync": CudaMistake(
+        "no __syncthreads() after the products: in CPU mode the answer changes with the order of a block's warps",
+        TILED_ONE_SYNC, 'check_matmul_tiled_cuda(cuda_src, "ragged")',
+        ("elements are wrong", "race on shared memory", "__syncthreads()"), ("cannot name",),
+        cpu_only="on the H200 the ragged sizes come out right (the race shows at 1024 and in the race cell)"),
+    "printf_float_format_for_grey": CudaMistake(
+        "printf(\"i=%d grey=%f\", i, grey) with grey an unsigned char", PRINTF, 'check_printf_cuda(cuda_src, "photo")',
+        ("printed with %f", "Print the grey value with %d"), ("blue value", "red value", "green value")),
+}
+
+
+@pytest.mark.parametrize("key", sorted(CUDA))
+def test_a_cuda_matmul_or_drill_mistake_gets_the_message_that_names_its_fix(key, monkeypatch):
+    from course import check_matmul_tiled_cuda, check_printf_cuda
+    mistake = CUDA[key]
+    if mistake.cpu_only and has_gpu():
+        pytest.skip(mistake.cpu_only)
+    ns = {"__name__": "__main__", "cuda_src": mistake.source, "check_matmul_tiled_cuda": check_matmul_tiled_cuda,
+          "check_printf_cuda": check_printf_cuda}
+    run = Mistake("L3", mistake.what, "", mistake.run, mistake.must, mistake.must_not)
+    expect(message_of(ns, run, key), run)
