@@ -29,6 +29,7 @@ from .toolkit import quiet_cpp_extension
 
 HERE = Path(__file__).resolve().parent
 HEADER = HERE / "cuda_cpu.h"
+MINMAX = HERE / "cuda_minmax.h"  # cuda_cpu.h includes it
 RUNTIME = HERE / "cuda_cpu_runtime.cpp"
 
 # CUDA headers whose names cuda_cpu.h provides: their includes are dropped.
@@ -231,7 +232,7 @@ def _base_flags():
 
 
 def _course_files():
-    return "\0".join(p.read_text() for p in (Path(__file__), HEADER, RUNTIME, HERE / "split.py", HERE / "objects.py",
+    return "\0".join(p.read_text() for p in (Path(__file__), HEADER, MINMAX, RUNTIME, HERE / "split.py", HERE / "objects.py",
                                              HERE / "source.py"))
 
 
@@ -252,6 +253,11 @@ _BINDING_NAME = "cuda_cpu_binding"
 KERNEL_HEADER, HOST_HEADER = "course_cpu_kernel.h", "course_cpu_host.h"
 
 
+def _headers():
+    """The text of the course's headers every CPU-mode unit includes (part of each compiled object's key)."""
+    return HEADER.read_text() + MINMAX.read_text()
+
+
 def single_unit(begin, body):
     """(Unit, locate) of the whole source as one C++ file: cuda_cpu.h, cuda_begin, the student's text (line 1 is theirs)."""
     unit = Unit()
@@ -270,7 +276,7 @@ def _library_jobs(root, cpp_src, funcs):
     base = [_compiler(), *_base_flags()]
     binding = binding_job(root, [*base, "-O0"], cpp_src, funcs, _BINDING_NAME)
     runtime = objects.Job("runtime (g++)", [*base, "-O2", "-fvisibility=hidden"], RUNTIME.read_text(), ".cpp",
-                          depends=HEADER.read_text() + torch.__version__)
+                          depends=_headers() + torch.__version__)
     runtime.text = f'#line 1 "{RUNTIME}"\n' + runtime.text
     return [binding, runtime]
 
@@ -286,7 +292,7 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, opt, one_unit=None):
         plan = split.analyse(cuda_src)
     except split.Unsplittable as e:
         unit, locate = single_unit(begin, body)
-        job = objects.Job("kernel+wrapper (g++)", kernel_flags, unit.source(), ".cpp", depends=HEADER.read_text() + torch.__version__)
+        job = objects.Job("kernel+wrapper (g++)", kernel_flags, unit.source(), ".cpp", depends=_headers() + torch.__version__)
         job.locate = locate
         return [job, *_library_jobs(root, cpp_src, funcs)], f"one unit: {e}", None
     more = edits(body, launches=False)
@@ -296,7 +302,7 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, opt, one_unit=None):
     launch_decls = split.LAUNCH_DECLS
     kernel_header = f'#define CUDA_CPU_NO_TORCH\n#include "cuda_cpu.h"\n{translate(split.light_begin(begin))}\n{launch_decls}'
     host_header = f'#include "cuda_cpu.h"\n{translate(begin)}\n{launch_decls}'
-    headers = HEADER.read_text() + torch.__version__
+    headers = _headers() + torch.__version__
     host_flags = [*base, "-O1"]
     kdir = objects.precompiled(root, KERNEL_HEADER, kernel_header, kernel_flags, headers)
     hdir = objects.precompiled(root, HOST_HEADER, host_header, host_flags, headers)
@@ -329,17 +335,9 @@ def build(name, build_dir, cuda_src, cpp_src, funcs, flags, verbose=False):
     t = time.perf_counter()
     jobs, how, plan = plan_jobs(root, cuda_src, cpp_src, funcs, bool(flags))
     planned = time.perf_counter() - t
-    try:
-        try:
-            objects.compile_all(root, jobs, verbose)
-        except objects.BuildFailed as e:
-            missing = plan and split.needs_torch_headers(plan, e.jobs)
-            if not missing:
-                raise
-            # the kernels used what torch's headers declared for them before the split: as one unit, as before
-            jobs, how, _ = plan_jobs(root, cuda_src, cpp_src, funcs, bool(flags),
-                                     one_unit=f"the kernels use {missing}, which torch's headers declare")
-            objects.compile_all(root, jobs, verbose)
+    try:  # the kernels' unit lacks torch's headers: a kernel that used what they declare is built as one unit
+        jobs, how = split.compile_split(root, jobs, how, plan, lambda why: plan_jobs(
+            root, cuda_src, cpp_src, funcs, bool(flags), one_unit=why), verbose)
     finally:
         objects.start_pch()
     compiled = objects.last_cpu_seconds

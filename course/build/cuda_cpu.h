@@ -262,6 +262,29 @@ inline cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
   p->maxThreadsPerMultiProcessor = 2048;
   return cudaSuccess;
 }
+enum cudaDeviceAttr {
+  cudaDevAttrMaxThreadsPerBlock = 1, cudaDevAttrMaxBlockDimX = 2, cudaDevAttrMaxGridDimX = 5,
+  cudaDevAttrMaxSharedMemoryPerBlock = 8, cudaDevAttrWarpSize = 10, cudaDevAttrMultiProcessorCount = 16,
+  cudaDevAttrMaxThreadsPerMultiProcessor = 39, cudaDevAttrComputeCapabilityMajor = 75,
+  cudaDevAttrComputeCapabilityMinor = 76, cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
+};
+inline cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  cudaDeviceProp p;
+  if (cudaGetDeviceProperties(&p, device) != cudaSuccess) return cudaErrorInvalidValue;
+  switch (attr) {
+    case cudaDevAttrMaxThreadsPerBlock: case cudaDevAttrMaxBlockDimX: *value = p.maxThreadsPerBlock; break;
+    case cudaDevAttrMaxGridDimX: *value = p.maxGridSize[0]; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+      *value = static_cast<int>(p.sharedMemPerBlock); break;
+    case cudaDevAttrWarpSize: *value = p.warpSize; break;
+    case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = p.maxThreadsPerMultiProcessor; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
+}
 
 // What c10/cuda/CUDAException.h gives (cuda_begin includes it; CPU mode replaces the include).
 #define C10_CUDA_CHECK(EXPR) \
@@ -320,26 +343,7 @@ CUDA_CPU_SCOPED(atomicInc) CUDA_CPU_SCOPED(atomicDec) CUDA_CPU_SCOPED(atomicCAS)
 #undef CUDA_CPU_SCOPED
 
 // ---- math: <cmath> gives sqrtf, expf, fminf, floorf, ...; these are the CUDA-only names ---------
-#define CUDA_CPU_MINMAX(R, A, B) \
-  inline R min(A a, B b) { return static_cast<R>(a) < static_cast<R>(b) ? static_cast<R>(a) : static_cast<R>(b); } \
-  inline R max(A a, B b) { return static_cast<R>(a) > static_cast<R>(b) ? static_cast<R>(a) : static_cast<R>(b); }
-CUDA_CPU_MINMAX(int, int, int)
-CUDA_CPU_MINMAX(unsigned int, unsigned int, unsigned int)
-CUDA_CPU_MINMAX(unsigned int, int, unsigned int)
-CUDA_CPU_MINMAX(unsigned int, unsigned int, int)
-CUDA_CPU_MINMAX(long, long, long)
-CUDA_CPU_MINMAX(unsigned long, unsigned long, unsigned long)
-CUDA_CPU_MINMAX(unsigned long, long, unsigned long)
-CUDA_CPU_MINMAX(unsigned long, unsigned long, long)
-CUDA_CPU_MINMAX(long long, long long, long long)
-CUDA_CPU_MINMAX(unsigned long long, unsigned long long, unsigned long long)
-CUDA_CPU_MINMAX(unsigned long long, long long, unsigned long long)
-CUDA_CPU_MINMAX(unsigned long long, unsigned long long, long long)
-CUDA_CPU_MINMAX(float, float, float)
-CUDA_CPU_MINMAX(double, double, double)
-CUDA_CPU_MINMAX(double, float, double)
-CUDA_CPU_MINMAX(double, double, float)
-#undef CUDA_CPU_MINMAX
+#include "cuda_minmax.h"  // min, max, umin, ... as nvcc declares them
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 inline float rcbrtf(float x) { return 1.0f / cbrtf(x); }

@@ -25,6 +25,8 @@ namespace torch { using namespace at; }
 '''
 _BINDING_NAME = "course_binding"
 HOST_HEADER, BINDING_HEADER = "course_host.h", "course_binding.h"
+# nvcc's min and max for host code, which g++ (the wrapper's compiler) does not have otherwise
+MINMAX = os.path.join(os.path.dirname(__file__), "cuda_minmax.h")
 
 
 def binding_job(root, command, cpp_src, funcs, name=_BINDING_NAME):
@@ -66,7 +68,8 @@ def signature():
     """What a GPU build depends on besides the sources: nvcc, the architectures, the course's build files."""
     cpp_extension = set_build_env()
     here = os.path.dirname(__file__)
-    files = "".join(open(os.path.join(here, f)).read() for f in ("nvcc.py", "split.py", "objects.py", "source.py"))
+    files = "".join(open(os.path.join(here, f)).read() for f in ("nvcc.py", "split.py", "objects.py", "source.py",
+                                                                          "cuda_minmax.h"))
     return objects.digest(objects.compiler_version(_nvcc_flags(cpp_extension, [])[0]),
                           os.environ.get("TORCH_CUDA_ARCH_LIST", ""), files)[:12]
 
@@ -98,7 +101,8 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, flags, one_unit=None):
                           unit.source(), ".cu", depends=torch.__version__)
         job.locate = {"cuda_src": unit.locator("cuda_src", body)}
         return [job, binding], f"one unit: {e}", None
-    host_header = f"{begin}\n#include <cuda_runtime.h>\n{split.HOST_SYMBOL_API}{split.LAUNCH_DECLS}"
+    with open(MINMAX) as f:
+        host_header = f"{begin}\n#include <cuda_runtime.h>\n{f.read()}{split.HOST_SYMBOL_API}{split.LAUNCH_DECLS}"
     hdir = objects.precompiled(root, HOST_HEADER, host_header, host_flags, torch.__version__)
     device = split.write_unit(plan, "device", f"#include <cuda_runtime.h>\n{split.light_begin(begin)}\n{split.LAUNCH_DECLS}",
                               split.gpu_launch)
@@ -123,17 +127,9 @@ def build(name, build_dir, cuda_src, cpp_src, funcs, flags, verbose):
     t = time.perf_counter()
     jobs, how, plan = plan_jobs(root, cuda_src, cpp_src, funcs, flags)
     planned = time.perf_counter() - t
-    try:
-        try:
-            objects.compile_all(root, jobs, verbose)
-        except objects.BuildFailed as e:
-            missing = plan and split.needs_torch_headers(plan, e.jobs)
-            if not missing:
-                raise
-            # the kernels used what torch's headers declared for them before the split: as one unit, as before
-            jobs, how, _ = plan_jobs(root, cuda_src, cpp_src, funcs, flags,
-                                     one_unit=f"the kernels use {missing}, which torch's headers declare")
-            objects.compile_all(root, jobs, verbose)
+    try:  # what the split cannot build, nvcc builds as one unit, as torch's load_inline would
+        jobs, how = split.compile_split(root, jobs, how, plan, lambda why: plan_jobs(
+            root, cuda_src, cpp_src, funcs, flags, one_unit=why), verbose, any_failure=True)
     finally:
         objects.start_pch()
     compiled = objects.last_cpu_seconds
