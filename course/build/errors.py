@@ -7,6 +7,8 @@ import subprocess
 class CompileError(RuntimeError):
     """The compiler rejected the source; the message holds its errors, with lines in your source."""
 
+    how = None  # the build whose errors these are: "split", or "one unit: <why>"
+
 
 _DIAG = re.compile(r"^(cuda_src|cpp_src|funcs)(?:\((\d+)\)|:(\d+):(\d+)|:(\d+))(: (?:fatal )?(error|warning).*)$")
 _GENERATED = re.compile(r"^course_split(?:\((\d+)\)|:(\d+):(\d+)|:(\d+)): ")

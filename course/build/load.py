@@ -76,7 +76,9 @@ def _explain(failed, cuda_src, cpp_src):
                                "the course's code, not yours:\n" + job.output[-3000:])
         found = compiler_errors(job.output, (body, cpp_src), job.locate)
         texts.append(found if found else student_terms(job.output.strip()[-3000:]))
-    return CompileError("the compiler found errors in your source:\n" + "\n".join(texts))
+    error = CompileError("the compiler found errors in your source:\n" + "\n".join(texts))
+    error.how = getattr(failed, "how", None)  # which build reported them: "split" or "one unit: <why>"
+    return error
 
 
 def load_cuda(cuda_src, cpp_src, funcs, opt=False, verbose=False):

@@ -62,6 +62,12 @@ def object_path(root, job):
     return Path(root) / "objects" / f"{stem}-{key[:24]}.o"
 
 
+def failure_path(root, job):
+    """Where the compiler's errors for this job's exact text are kept (its line numbers are in them)."""
+    key = digest(compiler_version(job.command[0]), *job.command, job.text, job.depends)
+    return Path(root) / "objects" / f"failed-{key[:24]}.txt"
+
+
 def _write(path, text):
     """Writes text to path unless it holds it already (atomically)."""
     path = Path(path)
@@ -72,6 +78,10 @@ def _write(path, text):
         f.write(text)
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
+
+
+# an error on a line of the student's source; not a compiler that could not run or a full disk, which may pass next time
+_STUDENT_ERROR = re.compile(r"^(cuda_src|cpp_src|funcs)[(:]\d+.*\berror\b", re.M)
 
 
 class BuildFailed(Exception):
@@ -88,10 +98,15 @@ def compile_all(root, jobs, verbose=False, env=None):
     folder.mkdir(parents=True, exist_ok=True)
     running = []
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    known = []  # jobs whose source failed before: the compiler's errors again, without compiling
     for job in jobs:
         job.obj = object_path(root, job)
         if job.obj.exists():
             job.cached = True
+            continue
+        if failure_path(root, job).exists():
+            job.output, job.seconds = failure_path(root, job).read_text(), 0.0
+            known.append(job)
             continue
         source = job.obj.with_suffix(job.suffix)
         _write(source, job.text)
@@ -109,7 +124,7 @@ def compile_all(root, jobs, verbose=False, env=None):
                 p.kill()
             raise BuildFailed([_failed(job, f"{cmd[0]} could not be run: {e}")]) from None
         running.append((job, tmp, proc, time.perf_counter()))
-    failed = []
+    failed = known
     for job, tmp, proc, started in running:
         job.output, _ = proc.communicate()
         job.seconds = time.perf_counter() - started
@@ -119,6 +134,8 @@ def compile_all(root, jobs, verbose=False, env=None):
         else:
             Path(tmp).unlink(missing_ok=True)  # g++ removes the output of a failed compile itself
             failed.append(job)
+            if _STUDENT_ERROR.search(job.output):  # the same text fails the same way: every later check says so at once
+                _write(failure_path(root, job), job.output)
         if verbose and job.output:
             print(job.output, flush=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -22,6 +22,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from . import objects
 from .source import Edits, Unit, blank, close, kernel_name_start, line_col, split_top
 
 
@@ -756,6 +757,43 @@ def needs_torch_headers(plan, failed):
                                 name in ("INFINITY", "NAN", "assert", "std", "c10", "at", "torch")):
             return name
     return None
+
+
+def first_error(output):
+    """The first error line of a compiler's output, for saying why a build took another path."""
+    return next((line.strip() for line in output.splitlines() if re.search(r"\berror\b", line)), "")
+
+
+def compile_split(root, jobs, how, plan, one_unit, verbose=False, any_failure=False):
+    """Compiles a build's jobs; where the split build's kernel or wrapper unit fails, the source as one unit instead
+    (one_unit(why) plans those jobs). Returns (jobs, how) of the build that compiled; a BuildFailed raised holds the
+    errors of the last build tried, and in .how which build that was.
+
+    any_failure: every failure of the split's units is confirmed by the one-unit build before it is reported (the
+    GPU build: nvcc accepts host code that g++ does not); else only kernels that used what torch's headers declare.
+    """
+    try:
+        objects.compile_all(root, jobs, verbose)
+        return jobs, how
+    except objects.BuildFailed as e:
+        e.how = how
+        units = [j for j in e.jobs if not j.label.startswith("binding")]
+        missing = plan and needs_torch_headers(plan, e.jobs)
+        if missing:
+            why = f"the kernels use {missing}, which torch's headers declare"
+        elif plan and any_failure and units:
+            why = f"the split build's {' and '.join(j.label for j in units)} did not compile ({first_error(units[0].output)})"
+        else:
+            raise
+    if verbose:
+        print(f"load_cuda: building as one unit: {why}", flush=True)
+    jobs, how, _ = one_unit(why)
+    try:
+        objects.compile_all(root, jobs, verbose)
+    except objects.BuildFailed as e:
+        e.how = how
+        raise
+    return jobs, how
 
 
 def gpu_launch(kernel, args):
