@@ -53,10 +53,20 @@ def _prefill(nbytes, byte, dev):
         torch.full((nbytes,), byte, dtype=torch.uint8, device=dev)
 
 
+def _place(args, cpu, dev):
+    """The arguments as the function gets them: each tensor a copy of its own on the device, anything else as it is."""
+    return tuple((a.clone() if cpu else a.to(dev)) if isinstance(a, torch.Tensor) else a for a in args)
+
+
 def _describe(y):
-    if not isinstance(y, torch.Tensor):
+    """A Run of what the function returned: a tensor, or several (a result and a workspace) as a tuple, on the CPU."""
+    many = isinstance(y, (tuple, list))
+    tensors = [t for t in (y if many else [y]) if isinstance(t, torch.Tensor)]
+    if not tensors:
         return Run(value=y)
-    return Run(value=y.detach().cpu(), device=str(y.device), contiguous=y.is_contiguous())
+    value = tuple(t.detach().cpu() if isinstance(t, torch.Tensor) else t for t in y) if many else y.detach().cpu()
+    return Run(value=value, device=",".join(sorted({str(t.device) for t in tensors})),
+               contiguous=all(t.is_contiguous() for t in tensors))
 
 
 def preload():
@@ -106,12 +116,12 @@ def run(job_path, result_path):
         for args, (nbytes, byte) in zip(job.inputs, job.fills):
             if memory is not None:
                 memory.install("guarded_end" if job.mode == "memory" else "padded", byte)
-            on_dev = tuple(a.clone() if job.cpu else a.to(dev) if isinstance(a, torch.Tensor) else a for a in args)
+            on_dev = _place(args, job.cpu, dev)
             runs = 2 if job.mode in ("integrity", "race") or (job.cpu and job.mode == "memory") else 1
             for k in range(runs):
                 if memory is not None and job.mode == "memory" and k == 1:
                     memory.install("guarded_start", byte)  # the same call with every tensor starting at a guard page
-                    on_dev = tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+                    on_dev = _place(args, True, dev)
                 _prefill(nbytes, byte, dev)
                 if job.mode == "integrity" and k == 0:
                     y, events = _profiled(fn, on_dev, job.cpu)

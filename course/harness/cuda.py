@@ -288,6 +288,12 @@ def _exercise(key):
     return found[0]
 
 
+def _same_outputs(a, b):
+    """True unless two runs returned tensors (one each, or tuples of them) whose bits differ."""
+    pairs = zip(a, b) if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b) else [(a, b)]
+    return all(same(x, y) for x, y in pairs if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor))
+
+
 def verdict(job, result):
     """Judges a child's Result against the job's exercise; raises AssertionError saying what is wrong (run by child.judge)."""
     exercise, func, cpu = _exercise(job.exercise), job.func, job.cpu
@@ -303,16 +309,15 @@ def verdict(job, result):
         if run.input_changed:
             raise AssertionError(f"{func} changed its input for {where}. "
                                  "Hint: the kernel should only write into the output.")
-        if isinstance(run.value, torch.Tensor):
-            if not run.device.startswith(want):
+        if run.device is not None:  # it returned tensors: one, or several in a tuple
+            if any(not d.startswith(want) for d in run.device.split(",")):
                 raise AssertionError(f"{func} returned a tensor on {run.device} for {where}; "
                                      f"expected it on {want}. Hint: allocate it with input.options().")
             if not run.contiguous:
                 raise AssertionError(f"{func} returned a non-contiguous tensor for {where}.")
         if job.mode == "integrity":
             integrity.judge(func, where, run, own, job.needs_shared, exercise.hints.get("computes", "every output element"))
-        if job.mode == "race" and isinstance(run.value, torch.Tensor) and isinstance(run.again, torch.Tensor) \
-                and not same(run.value, run.again):
+        if job.mode == "race" and not _same_outputs(run.value, run.again):
             raise AssertionError(f"{func}: the race check {RACE_SEEN} for {where}, the "
                                  "threads of each block running in another order each time.\n"
                                  f"Hint: {exercise.hints['race']}")

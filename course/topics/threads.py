@@ -10,16 +10,6 @@ CPP_SRC = "torch::Tensor rgb_to_grayscale(torch::Tensor input, int64_t threads);
 SWEEP = (32, 64, 128, 256, 512, 1024)  # threads per block: one warp to the most a block may hold
 
 
-class Threads(int):
-    """A threads-per-block argument: an int (pybind11 passes it as int64_t) that a check's child may also clone.
-
-    harness/child.py clones every argument in CPU mode, as if each were a tensor; an int has no clone().
-    """
-
-    def clone(self):
-        return self
-
-
 def _random_image(h, w, seed):
     g = torch.Generator().manual_seed(seed)
     return torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=g)
@@ -29,17 +19,17 @@ def threads_cases(case, seed, rung):
     """The named inputs of a sweep check: Cases of (image, threads per block)."""
     if case == "photo":
         img = photo()
-        return [Case(f"the photo ({img.shape[1]}x{img.shape[2]}), {t} threads a block", (img, Threads(t))) for t in SWEEP]
+        return [Case(f"the photo ({img.shape[1]}x{img.shape[2]}), {t} threads a block", (img, t)) for t in SWEEP]
     if case == "random":
         g = torch.Generator().manual_seed(seed)
         out = []
         for t in SWEEP:
             h, w = (int(v) for v in torch.randint(1, 700, (2,), generator=g))
             img = _random_image(h, w, seed + h * 10007 + w)
-            out.append(Case(f"a {h}x{w} image, {t} threads a block", (img, Threads(t))))
+            out.append(Case(f"a {h}x{w} image, {t} threads a block", (img, t)))
         return out
     sizes = {"tiny": [(1, 1)], "ragged": [(7, 37), (33, 31), (1, 2049)]}[case]
-    return [Case(f"a {h}x{w} image, {t} threads a block", (_random_image(h, w, seed=h * 10007 + w), Threads(t)))
+    return [Case(f"a {h}x{w} image, {t} threads a block", (_random_image(h, w, seed=h * 10007 + w), t))
             for h, w in sizes for t in SWEEP]
 
 
