@@ -9,8 +9,10 @@ One command prints everything and writes it as JSON:
 Each figure is a build followed by one call on the photo (synchronized): cold (an empty build folder: nothing
 cached, the precompiled headers not built yet), an edited kernel while those build in the background, the
 same source again and in a new process, an edited kernel (the student's main loop, several times), an edited
-kernel that moves the wrapper down a line, an edited wrapper, and the same source built as one unit
-(COURSE_SPLIT=0, how every build went before the split). Each build's steps are printed with their seconds:
+kernel that moves the wrapper down a line, an edited wrapper, a wrapper only nvcc accepts (the GPU build's split
+fails and nvcc builds the source as one unit: cold, then with an edited kernel), a compile error (on a GPU confirmed
+by that one-unit build) and the same error again, and the same source built as one unit (COURSE_SPLIT=0, how every
+build went before the split). Each build's steps are printed with their seconds:
 "[cached]" steps took none, and "compile, processor seconds" is what the compilers used (less sensitive to
 other work on the machine than the wall-clock figures).
 """
@@ -93,7 +95,7 @@ def main():
     has_gpu = torch.cuda.is_available()
     mode = args.mode if args.mode != "auto" else ("gpu" if has_gpu else "cpu")
     os.environ["COURSE_CPU_MODE"] = "1" if mode == "cpu" else "0"
-    from course import cuda_begin, load_cuda, photo
+    from course import CompileError, cuda_begin, load_cuda, photo
     from course.build import objects
     from course.build.load import build_report
     from course.build.toolkit import set_build_env
@@ -138,6 +140,17 @@ def main():
             print(f"      {k:<52} {v:7.2f} s", flush=True)
         return module
 
+    def refused(label, src):
+        t = time.perf_counter()
+        try:
+            load_cuda(src, CPP, ["rgb_to_grayscale"])
+            how = "built: expected a compile error"
+        except CompileError as e:
+            how = e.how
+        timings[label] = time.perf_counter() - t
+        steps[label] = {"how": how}
+        print(f"{label:<58} {timings[label]:7.2f} s   ({how})", flush=True)
+
     src = cuda_begin + KERNEL
     with tempfile.TemporaryDirectory() as build:
         os.environ["COURSE_BUILD_DIR"] = build
@@ -178,6 +191,13 @@ def main():
         timings["load_cuda, edited kernel (each)"] = edits
         timed("load_cuda, edited kernel, one line longer", src.replace("    int i =", "    // the pixel\n    int i ="))
         timed("load_cuda, edited wrapper", src.replace("int threads = 256;", "int threads = 128;"))
+        # host code only nvcc accepts (CUDA's rsqrtf on the host): the GPU build's split fails, nvcc builds one unit
+        needs_nvcc = src.replace("int threads = 256;", "int threads = (int)(512 * rsqrtf(4.0f));")
+        timed("load_cuda, wrapper only nvcc accepts (rsqrtf), cold", needs_nvcc)
+        timed("load_cuda, wrapper only nvcc accepts, edited kernel", needs_nvcc.replace("0.1140f", "0.1138f"))
+        typo = src.replace("int threads = 256;", "int threads = 256 + thraeds;")
+        refused("load_cuda, a mistyped name in the wrapper (compile error)", typo)
+        refused("load_cuda, the same error again (remembered)", typo)
         os.environ["COURSE_SPLIT"] = "0"
         try:
             timed("load_cuda as one unit (COURSE_SPLIT=0), cached binding", src.replace("0.1140f", "0.1139f"))

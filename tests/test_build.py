@@ -13,6 +13,7 @@ from course import CompileError, cuda_begin, load_cuda
 from course.build import objects, split
 from course.build.load import build_report
 from course.build.toolkit import cuda_tool
+from tests.host_idioms import IDIOMS
 
 ROOT = Path(__file__).resolve().parent.parent
 GREY_CPP = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"
@@ -211,25 +212,34 @@ def test_errors_point_at_the_students_line_and_column(mode):
     assert f"    {line:4d} |     if (i < n) out[i] = 0.2989f*y*x[i]" in msg
     assert "cuda_begin" not in msg and "ninja" not in msg and "course_split" not in msg
 
-    # After a launch on the same line (rewritten to a longer call in both modes): the student's column.
+    # After a launch on the same line (rewritten to a longer call in CPU mode): the student's column. The GPU build's
+    # wrapper failed under g++, so nvcc built the whole source as one unit: its errors are the ones shown.
     broken = GREY.replace("output.data_ptr<unsigned char>(), w*h);", "outptu.data_ptr<unsigned char>(), w*h);")
     msg = compile_error(broken)
     line, col = student_line(broken, "outptu"), column(broken, "outptu")
-    assert f"cuda_src:{line}:{col}: error: ‘outptu’ was not declared" in msg or \
-        f"cuda_src:{line}:{col}: error: 'outptu' was not declared" in msg, msg
+    if mode == "cpu":
+        assert f"cuda_src:{line}:{col}: error: ‘outptu’ was not declared" in msg or \
+            f"cuda_src:{line}:{col}: error: 'outptu' was not declared" in msg, msg
+    else:
+        assert f'cuda_src({line}): error: identifier "outptu" is undefined' in msg, msg
 
     # A wrong argument to the kernel: named as the student's launch, in torch's names as they write them.
     broken = GREY.replace("output.data_ptr<unsigned char>(), w*h);", "output.data_ptr<float>(), w*h);")
     msg = compile_error(broken)
-    found = re.search(rf"cuda_src:{student_line(broken, 'data_ptr<float>')}:(\d+): error: cannot convert", msg)
-    start = column(broken, "output.data_ptr<float>()")
-    assert found and start <= int(found.group(1)) < start + len("output.data_ptr<float>()"), msg  # on the argument
-    assert "rgb_to_grayscale_kernel<<<...>>>(unsigned char*, unsigned char*, int)" in msg and "__course" not in msg
+    line = student_line(broken, "data_ptr<float>")
+    if mode == "cpu":
+        found = re.search(rf"cuda_src:{line}:(\d+): error: cannot convert", msg)
+        start = column(broken, "output.data_ptr<float>()")
+        assert found and start <= int(found.group(1)) < start + len("output.data_ptr<float>()"), msg  # on the argument
+        assert "rgb_to_grayscale_kernel<<<...>>>(unsigned char*, unsigned char*, int)" in msg and "__course" not in msg
+    else:
+        assert f'cuda_src({line}): error: argument of type "float *" is incompatible' in msg, msg
+        assert "__course" not in msg
 
     broken = GREY.replace("int h = input.size(1);", "int h = input.height();")
     msg = compile_error(broken)
     assert "torch::Tensor" in msg and "at::Tensor" not in msg
-    assert f"cuda_src:{student_line(broken, 'height')}:" in msg
+    assert (f"cuda_src:{student_line(broken, 'height')}:" if mode == "cpu" else f"cuda_src({student_line(broken, 'height')})") in msg
 
 
 def test_torch_arithmetic_in_the_wrapper_is_explained(mode):
@@ -264,9 +274,12 @@ def test_kernels_that_need_torchs_headers_build_as_before(mode):
     else:  # cuda_cpu.h gives <algorithm> to the kernels' unit
         assert how == "split"
     assert grey_right(module, mode)
-    # A mistyped name is the student's error, reported at once (no second build).
-    msg = compile_error(GREY.replace("if (i < n)", "if (i < N)"))
-    assert f"cuda_src:{student_line(GREY, 'if (i < n)')}" in msg.replace("(", ":").replace(")", ":")
+    # A mistyped name is the student's error: in CPU mode reported at once, on a GPU as the one-unit build reports it.
+    with pytest.raises(CompileError) as info:
+        load_cuda(GREY.replace("if (i < n)", "if (i < N)"), GREY_CPP, ["rgb_to_grayscale"])
+    assert f"cuda_src:{student_line(GREY, 'if (i < n)')}" in str(info.value).replace("(", ":").replace(")", ":")
+    assert info.value.how == ("split" if mode == "cpu" else "one unit: the split build's kernel (nvcc) did not "
+                              f"compile (cuda_src({student_line(GREY, 'if (i < n)')}): error: identifier \"N\" is undefined)")
 
 
 # What the split must get right: a template launched through a generic lambda with an argument from a
@@ -381,3 +394,33 @@ def test_a_compiler_that_fails_and_removes_its_output_is_reported_with_its_messa
         objects.compile_all(tmp_path / "builds", [job])
     assert "No space left on device" in str(e.value)
     assert not list((tmp_path / "builds" / "objects").glob("*.o*"))
+
+
+# ---- host code: what nvcc's one-unit build accepts, load_cuda builds ---------------------------------------
+
+@pytest.mark.parametrize("idiom", IDIOMS, ids=[i.name for i in IDIOMS])
+def test_host_code_that_nvcc_accepts_builds_and_runs(idiom, mode):
+    module = load_cuda(idiom.cuda_src, idiom.cpp_src, list(idiom.funcs))
+    if mode == "gpu":  # the split where it can, nvcc's one unit where it cannot (the wrapper's g++ refused it)
+        assert build_report(module)["how"].startswith(idiom.gpu_build), build_report(module)["how"]
+    if runs_here(mode):
+        idiom.check(module, "cpu" if mode == "cpu" else "cuda")
+
+
+def test_a_failed_split_is_confirmed_by_the_one_unit_build_and_remembered(mode, monkeypatch):
+    broken = GREY.replace("int threads = 256;", f"int threads = 256 + undeclared_in_{mode}_host_code;")
+    line = student_line(broken, "undeclared_in")
+    with pytest.raises(CompileError) as first:
+        load_cuda(broken, GREY_CPP, ["rgb_to_grayscale"])
+    if mode == "gpu":  # g++ refused the wrapper; nvcc's whole-source build says what the student would have read
+        assert first.value.how.startswith("one unit: the split build's wrapper (g++) did not compile")
+        assert f'cuda_src({line}): error: identifier "undeclared_in_gpu_host_code" is undefined' in str(first.value)
+    else:
+        assert first.value.how == "split" and f"cuda_src:{line}:" in str(first.value)
+    # The same source again (the next check of the same answer): the same errors, and no compiler runs.
+    def compiler(*args, **kwargs):
+        raise AssertionError(f"compiled again: {args[0]}")
+    monkeypatch.setattr(objects.subprocess, "Popen", compiler)
+    with pytest.raises(CompileError) as again:
+        load_cuda(broken, GREY_CPP, ["rgb_to_grayscale"])
+    assert str(again.value) == str(first.value) and again.value.how == first.value.how

@@ -478,3 +478,41 @@ def test_an_access_far_outside_a_tensor_always_faults_and_a_near_one_as_on_a_gpu
         assert rows["guarded_end", n][0] == "---" and rows["guarded_end", n][2:4] == ["---", "---"]
         assert rows["guarded_start", n][1] == "---" and rows["guarded_start", n][2:4] == ["---", "---"]
         assert rows["guarded_end", n][5] == rows["guarded_start", n][5] == "---"
+
+
+SCALE_AND_WORKSPACE = cuda_begin + r"""
+__global__ void scale_k(const float* x, float* out, float* partial, int n, float a) {
+    int i = blockIdx.x*blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a*x[i];
+    if (threadIdx.x == 0) partial[blockIdx.x] = blockIdx.x;
+}
+
+std::tuple<torch::Tensor, torch::Tensor> scaled(torch::Tensor x, double a, int64_t threads) {
+    int n = x.numel();
+    auto out = torch::empty_like(x);
+    auto partial = torch::empty({(int64_t)cdiv(n, threads)}, x.options());
+    scale_k<<<cdiv(n, threads), threads>>>(x.data_ptr<float>(), out.data_ptr<float>(), partial.data_ptr<float>(), n, a);
+    return {out, partial};
+}
+"""
+
+
+def test_scalars_in_and_several_outputs_out_go_through_a_checks_child(build_dir, tmp_path):
+    # A double and an int beside the tensor (no clone() on them), a result and a workspace back, as one tensor goes.
+    from course.harness.child import Job
+    from course.harness.cuda import memory_module
+    module = load_cuda(SCALE_AND_WORKSPACE, "std::tuple<torch::Tensor, torch::Tensor> scaled(torch::Tensor x, double a, "
+                       "int64_t threads);", ["scaled"])
+    x = torch.arange(300, dtype=torch.float32)
+    job = Job(module=module_path(module), func="scaled", inputs=[(x, 0.5, 128), (x[:7], 2.0, 32)], fills=[(0, 0)] * 2,
+              mode="integrity", cpu=True, memory_module=memory_module())
+    torch.save(job, tmp_path / "job.pt")
+    subprocess.run([sys.executable, "-m", "course.harness.child", "run", str(tmp_path / "job.pt"),
+                    str(tmp_path / "result.pt")], check=True, timeout=300)
+    result = torch.load(tmp_path / "result.pt", weights_only=False)
+    assert result.error is None, result.error
+    first, second = result.runs
+    assert first.device == "cpu" and first.contiguous and not first.input_changed
+    assert torch.equal(first.value[0], x * 0.5) and torch.equal(first.value[1], torch.arange(3.0))
+    assert torch.equal(second.value[0], x[:7] * 2) and torch.equal(second.value[1], torch.zeros(1))
+    assert isinstance(first.again, tuple) and torch.equal(first.again[0], first.value[0])
