@@ -7,7 +7,7 @@ import importlib
 # name -> the module of this package that defines it
 _WHERE = {
     "run_kernel": "ladder", "blk_kernel": "ladder", "blk_kernel2d": "ladder", "dim3": "ladder",
-    "cuda_begin": "cuda", "cdiv": "cuda", "load_cuda": "cuda", "CompileError": "cuda",
+    "cuda_begin": "cuda", "cdiv": "cuda", "load_cuda": "cuda", "CompileError": "cuda", "isolated": "isolation",
     "GPUNeeded": "device", "cpu_banner": "device", "cpu_mode": "device", "device": "device",
     "has_gpu": "device", "require_gpu": "device", "synchronize": "device",
     "photo": "images", "small_photo": "images", "show_img": "images",

@@ -516,3 +516,55 @@ def test_scalars_in_and_several_outputs_out_go_through_a_checks_child(build_dir,
     assert torch.equal(first.value[0], x * 0.5) and torch.equal(first.value[1], torch.arange(3.0))
     assert torch.equal(second.value[0], x[:7] * 2) and torch.equal(second.value[1], torch.zeros(1))
     assert isinstance(first.again, tuple) and torch.equal(first.again[0], first.value[0])
+
+
+# ---- a student's function called from a notebook's cell, in a process of its own ----------------------------
+
+CALLED = cuda_begin + r"""
+__global__ void twice_k(const float* x, float* out, int n, int far, int spin) {
+    int i = blockIdx.x*blockDim.x + threadIdx.x;
+    while (spin && i == 0) { }
+    if (i < n) out[i + (i == n - 1 ? far : 0)] = 2*x[i];
+    if (i == 0) printf("block %d thread %d wrote out[0]\n", blockIdx.x, threadIdx.x);
+}
+
+torch::Tensor twice(torch::Tensor x, int64_t far, int64_t spin) {
+    TORCH_CHECK(x.numel() > 0, "twice needs at least one element");
+    int n = x.numel();
+    auto out = torch::empty_like(x);
+    twice_k<<<cdiv(n, 256), 256>>>(x.data_ptr<float>(), out.data_ptr<float>(), n, far, spin);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+}
+"""
+
+
+def test_an_isolated_call_brings_back_the_result_or_the_cause_and_the_caller_goes_on(build_dir, capsys, monkeypatch):
+    from course import isolated
+    import course.harness.cuda as harness
+    module = isolated(load_cuda(CALLED, "torch::Tensor twice(torch::Tensor x, int64_t far, int64_t spin);", ["twice"]))
+    x = torch.arange(1000, dtype=torch.float32)
+    assert torch.equal(module.twice(x, 0, 0), 2 * x)
+    assert "block 0 thread 0 wrote out[0]" in capsys.readouterr().out  # what the child printed, shown here
+    with pytest.raises(AssertionError, match="outside a tensor"):  # a write 2^28 floats past the end
+        module.twice(x, 1 << 28, 0)
+    with pytest.raises(AssertionError, match="twice needs at least one element"):
+        module.twice(x[:0], 0, 0)
+    monkeypatch.setattr(harness, "TIMEOUT", 3)
+    with pytest.raises(AssertionError, match="did not finish within 3 s"):
+        module.twice(x, 0, 1)
+    with pytest.raises(AssertionError, match="did not finish in an earlier call"):  # not waited for again
+        module.twice(x, 0, 0)
+
+
+def test_a_long_build_in_a_notebook_says_how_it_goes(capsys, monkeypatch):
+    from course.build import load
+    monkeypatch.setattr(load, "_in_notebook", lambda: True)
+    with load._progress(first_after=0.05, every=0.05):
+        time.sleep(0.3)
+    out = capsys.readouterr().out
+    assert "load_cuda: compiling..." in out and "still compiling" in out and "load_cuda: done in" in out
+    monkeypatch.setattr(load, "_in_notebook", lambda: False)
+    with load._progress(first_after=0.05, every=0.05):
+        time.sleep(0.2)
+    assert capsys.readouterr().out == ""

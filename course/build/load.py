@@ -1,7 +1,9 @@
 """load_cuda: CUDA and C++ source strings compiled into a Python module, on the GPU or in CPU mode."""
+import contextlib
 import hashlib
 import importlib.util
 import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -81,6 +83,38 @@ def _explain(failed, cuda_src, cpp_src):
     return error
 
 
+def _in_notebook():
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None and "ipykernel" in sys.modules else None
+    return shell is not None
+
+
+@contextlib.contextmanager
+def _progress(first_after=5.0, every=15.0):
+    """In a notebook, a build that takes a while says so as it goes (the first build of a session takes longest)."""
+    if not _in_notebook():
+        yield
+        return
+    done, start = threading.Event(), time.perf_counter()
+
+    def tick():
+        if done.wait(first_after):
+            return
+        print("load_cuda: compiling... (the first build of a session also compiles PyTorch's headers, once: a minute "
+              "or two in CPU mode, seconds on a GPU host; an edit then takes seconds)", flush=True)
+        while not done.wait(every):
+            print(f"load_cuda: still compiling, {time.perf_counter() - start:.0f} s", flush=True)
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        done.set()
+        ticker.join()
+        if time.perf_counter() - start > first_after:
+            print(f"load_cuda: done in {time.perf_counter() - start:.0f} s", flush=True)
+
+
 def load_cuda(cuda_src, cpp_src, funcs, opt=False, verbose=False):
     """Compiles CUDA and C++ source into a module with funcs (run on the CPU in CPU mode); an unchanged source is not rebuilt (taught in grayscale/L3)."""
     if not isinstance(cuda_src, str) or not isinstance(cpp_src, str):
@@ -106,7 +140,9 @@ def load_cuda(cuda_src, cpp_src, funcs, opt=False, verbose=False):
                     from . import cpu as back_end
                 else:
                     from . import nvcc as back_end
-                module, report = back_end.build(name, build_dir, cuda_src, cpp_src, funcs, ["-O2"] if opt else [], verbose)
+                with _progress():
+                    module, report = back_end.build(name, build_dir, cuda_src, cpp_src, funcs, ["-O2"] if opt else [],
+                                                    verbose)
         except objects.BuildFailed as e:
             raise _explain(e, cuda_src, cpp_src) from None
         except ImportError as e:

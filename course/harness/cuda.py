@@ -130,6 +130,41 @@ def in_child(task, args, log, timeout, sanitizer=None, env=None):
     return _spawned(cmd, env or _child_env(), log, timeout)
 
 
+def _hang(seconds):
+    return KernelFailed(f"your function did not finish within {seconds} s and was stopped. Hint: a kernel whose loop "
+                        "never ends, or a thread waiting for something that never happens, hangs the GPU.")
+
+
+def call_in_child(module, func, args, timeout=None):
+    """Calls func of a module load_cuda built on args in a child process, as a check does: (what it returned, on the
+    CPU, and what the process printed). A crash, a memory fault, a hang or an error it raised is raised here as
+    KernelFailed with the likely cause; the calling process is untouched."""
+    timeout = timeout or TIMEOUT
+    path = module_path(module)
+    if path in _hung:
+        raise KernelFailed(f"skipped: {func} did not finish in an earlier call and was stopped then; fix the hang "
+                           "first (a loop that never ends?).")
+    cpu = cpu_mode()
+    job = Job(module=path, func=func, inputs=[tuple(a.detach().cpu() if isinstance(a, torch.Tensor) else a
+                                                    for a in args)], fills=[(0, 0)], mode="run", cpu=cpu,
+              memory_module=memory_module() if cpu else None)
+    with tempfile.TemporaryDirectory(prefix="course-call-") as tmp:
+        job_path, result, log = Path(tmp) / "job.pt", Path(tmp) / "result.pt", Path(tmp) / "output.txt"
+        torch.save(job, job_path)
+        log.touch()
+        code = in_child("run", [job_path, result], log, timeout)
+        output = _tail(log)
+        if code is None:
+            _hung.add(path)
+            raise _hang(timeout)
+        if code != 0 or not result.exists():
+            raise _crashed(code, output)
+        ran = torch.load(result, weights_only=False)
+    if ran.error:
+        raise KernelFailed(f"{func} raised an error:\n  {ran.error}\nHint: {crash_hint(ran.error)}.")
+    return ran.runs[0].value, output
+
+
 def run_and_judge(job, timeout=None):
     """Runs a Job's calls in one child process and judges them in another; raises AssertionError with the verdict's message."""
     timeout = timeout or TIMEOUT
@@ -155,9 +190,7 @@ def run_and_judge(job, timeout=None):
         code = in_child("run", [job_path, result], log, timeout * (3 if sanitized else 1), sanitizer, env)
         if code is None:
             _hung.add(job.module)
-            raise KernelFailed(f"your function did not finish within {timeout * (3 if sanitized else 1)} s and was "
-                               "stopped. Hint: a kernel whose loop never ends, or a thread waiting for "
-                               "something that never happens, hangs the GPU.")
+            raise _hang(timeout * (3 if sanitized else 1))
         output = _tail(log)
         if sanitized:
             _sanitizer_verdict(job.mode, code, output)

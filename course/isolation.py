@@ -1,0 +1,55 @@
+"""A compiled module whose functions each run in a process of their own, as the checks run them, so that a kernel
+that crashes, hangs or writes outside its memory costs one cell, not the notebook (taught in grayscale/L3).
+
+A CUDA kernel with a bug can take down the process that launched it (CPU mode's stray writes corrupt its heap;
+a GPU's memory fault leaves its CUDA context unusable), and in a notebook that process is the kernel that holds
+all of your work. `isolated(module).f(x)` sends x to a fresh process, calls f there and brings back what it
+returned, with what it printed; if that process dies, the cell says how and why, and the notebook goes on.
+"""
+import torch
+
+from .harness.cuda import call_in_child
+
+
+class IsolatedFunction:
+    """A function of a compiled module, called in a child process; what it returns comes back to the arguments' device."""
+
+    def __init__(self, module, name):
+        self.module, self.__name__ = module, name
+
+    def __call__(self, *args):
+        value, printed = call_in_child(self.module, self.__name__, args)
+        if printed.strip():
+            print(printed.rstrip())  # the kernel's printf and the wrapper's output, as the function printed them
+        device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
+        if device is None:
+            return value
+        if isinstance(value, tuple):
+            return tuple(v.to(device) if isinstance(v, torch.Tensor) else v for v in value)
+        return value.to(device) if isinstance(value, torch.Tensor) else value
+
+    def __repr__(self):
+        return f"<{self.__name__} of {self.module.__name__}, called in a process of its own>"
+
+
+class IsolatedModule:
+    """The module load_cuda returned, each of its functions called in a child process (see isolated)."""
+
+    def __init__(self, module):
+        self.module = module
+        self.__name__, self.__file__ = module.__name__, module.__file__
+
+    def __getattr__(self, name):
+        value = getattr(self.module, name)
+        return IsolatedFunction(self.module, name) if callable(value) else value
+
+    def __dir__(self):
+        return dir(self.module)
+
+    def __repr__(self):
+        return f"<isolated {self.module.__name__}: each call in a process of its own>"
+
+
+def isolated(module):
+    """module (from load_cuda) with each function call run in a process of its own: a crash fails the cell, not the notebook."""
+    return module if isinstance(module, IsolatedModule) else IsolatedModule(module)
