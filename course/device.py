@@ -48,3 +48,13 @@ def require_gpu(what):
         raise GPUNeeded(f"{what} needs an NVIDIA GPU, and PyTorch sees none here "
                         "(torch.cuda.is_available() is False). On a machine with a GPU this runs; "
                         "here it cannot pass, so it fails.")
+
+
+def on_gpu(why):
+    """True on a GPU; in CPU mode prints one line saying why the cell that asks does not run, and returns False."""
+    if has_gpu() and not cpu_mode():
+        return True
+    where = ("CPU mode is on (COURSE_CPU_MODE=1); without it this cell runs" if has_gpu()
+             else "no GPU here; on a machine with one this cell runs")
+    print(f"Not run: {why.strip().rstrip('.')} ({where}).")
+    return False

@@ -13,7 +13,7 @@ from course import CompileError, cuda_begin, load_cuda
 from course.build import cpu
 from course.build.errors import compiler_errors
 from course.build.load import import_compiled, module_path
-from course.device import cpu_banner, cpu_mode, device
+from course.device import cpu_banner, cpu_mode, device, on_gpu
 from course.harness.exercise import Case
 from course.topics.grayscale import judge_grey
 
@@ -66,6 +66,16 @@ def test_mode_switch(monkeypatch):
     assert cpu_mode() == (not torch.cuda.is_available())
     banner = cpu_banner()
     assert "\n" not in banner and "CPU mode" in banner and "timings" in banner
+
+
+def test_a_gpu_only_cell_says_in_one_line_why_it_does_not_run_in_cpu_mode(monkeypatch, capsys):
+    monkeypatch.setenv("COURSE_CPU_MODE", "1")
+    assert on_gpu("SASS is a GPU's machine code.") is False
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.startswith("Not run: SASS is a GPU's machine code (")
+    monkeypatch.setenv("COURSE_CPU_MODE", "0")
+    assert on_gpu("SASS is a GPU's machine code") == torch.cuda.is_available()
+    assert capsys.readouterr().out.count("\n") == (0 if torch.cuda.is_available() else 1)
 
 
 def test_translation_keeps_every_line_in_place():
