@@ -108,3 +108,29 @@ def float_ops(text):
 def arithmetic(text):
     """The lines of a PTX or SASS listing that do float32 arithmetic, stripped."""
     return [ln.strip() for ln in text.splitlines() if _SASS_OP.search(ln) or _PTX_OP.search(ln)]
+
+
+# a fused multiply-add in PTX, float32 or float64 (nvcc contracts double arithmetic too)
+_PTX_FMA = re.compile(r"\b(?:fma|mad)(?:\.r[nzmp])?(?:\.ftz)?(?:\.sat)?\.f(?:32|64)\b")
+
+
+def contracted_fmas(cuda_src):
+    """How many multiply-adds nvcc fuses in cuda_src's kernels that the source does not write as fma (PTX with and without -fmad)."""
+    return max(0, len(_PTX_FMA.findall(ptx(cuda_src))) - len(_PTX_FMA.findall(ptx(cuda_src, fmad=False))))
+
+
+def warn_cpu_fma(cuda_src):
+    """In CPU mode, prints one line saying whether a GPU would fuse multiply-adds that CPU mode does not (taught in drills/01)."""
+    if not cpu_mode():
+        return  # the kernel ran on the GPU: the bytes you saw are the GPU's
+    try:
+        fused = contracted_fmas(cuda_src)
+    except (ToolMissing, RuntimeError) as e:
+        print(f"Cannot tell whether a GPU would fuse this kernel's multiply-adds: {str(e).splitlines()[0]}")
+        return
+    if fused:
+        print(f"Warning: on a GPU nvcc fuses {fused} of this kernel's multiply-adds (fma in its PTX) and CPU mode "
+              "does not, so bytes that match here can differ on a GPU, where the grader runs: write every product "
+              "and sum with __fmul_rn and __fadd_rn.")
+    else:
+        print("nvcc fuses none of this kernel's multiply-adds: a GPU rounds it as CPU mode did.")

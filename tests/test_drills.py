@@ -124,6 +124,37 @@ def test_ptx_shows_nvcc_fusing_multiply_adds_and_fmad_false_not():
     assert all("f32" in line for line in course.arithmetic(course.ptx(SRC)))
 
 
+def grey_kernel(expression):
+    """A grayscale kernel whose pixel is the given C expression of x[i], x[i+n], x[i+2*n]."""
+    return course.cuda_begin + (r"""
+__global__ void k(unsigned char* x, unsigned char* out, int n) {
+    int i = blockIdx.x*blockDim.x + threadIdx.x;
+    if (i < n) out[i] = %s;
+}
+""" % expression)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(), reason="no nvcc")
+def test_cpu_mode_warns_when_a_gpu_would_fuse_what_cpu_mode_does_not(monkeypatch, capsys):
+    from course.sass import contracted_fmas, warn_cpu_fma
+    plain = grey_kernel("0.2989f*x[i] + 0.5870f*x[i+n] + 0.1140f*x[i+2*n]")
+    exact = grey_kernel("__fadd_rn(__fadd_rn(__fmul_rn(0.2989f, x[i]), __fmul_rn(0.5870f, x[i+n])), "
+                        "__fmul_rn(0.1140f, x[i+2*n]))")
+    written = grey_kernel("__fmaf_rn(0.1140f, x[i+2*n], __fmaf_rn(0.2989f, x[i], 0.5870f*x[i+n]))")  # CPU mode fuses it too
+    doubles = grey_kernel("0.2989*x[i] + 0.5870*x[i+n] + 0.1140*x[i+2*n]")
+    assert [contracted_fmas(s) for s in (plain, exact, written, doubles)] == [2, 0, 0, 2]
+    monkeypatch.setenv("COURSE_CPU_MODE", "1")
+    warn_cpu_fma(plain)
+    warned = capsys.readouterr().out
+    assert warned.startswith("Warning: on a GPU nvcc fuses 2 ") and warned.count("\n") == 1 and "__fmul_rn" in warned
+    warn_cpu_fma(exact)
+    assert capsys.readouterr().out.startswith("nvcc fuses none")
+    if not torch.cuda.is_available():
+        return
+    monkeypatch.setenv("COURSE_CPU_MODE", "0")  # on a GPU the bytes seen are the GPU's: nothing to warn of
+    warn_cpu_fma(plain)
+    assert capsys.readouterr().out == ""
+
 def test_float_ops_reads_sass_opcodes():
     listing = "/*0090*/ FMUL R2, R2, 0.58700001 ;\n/*00a0*/ FFMA R2, R3, 0.29890001, R2 ;\n/*00b0*/ FFMA R0, R0, c[0x0], R2 ;"
     assert course.float_ops(listing) == {"FMUL": 1, "FFMA": 2}
