@@ -9,7 +9,7 @@ _WHERE = {
     "run_kernel": "ladder", "blk_kernel": "ladder", "blk_kernel2d": "ladder", "dim3": "ladder",
     "cuda_begin": "cuda", "cdiv": "cuda", "load_cuda": "cuda", "CompileError": "cuda", "isolated": "isolation",
     "GPUNeeded": "device", "cpu_banner": "device", "cpu_mode": "device", "device": "device",
-    "has_gpu": "device", "require_gpu": "device", "synchronize": "device",
+    "has_gpu": "device", "require_gpu": "device", "synchronize": "device", "on_gpu": "device",
     "photo": "images", "small_photo": "images", "show_img": "images",
     "digits": "digits", "show_digits": "digits",
     "rgb2grey": "topics.grayscale", "check_rgb2grey": "topics.grayscale", "check_rgb2grey_cuda": "topics.grayscale",
@@ -19,7 +19,8 @@ _WHERE = {
     "cuda_time": "timing", "plot_times": "timing",
     # the drills (source/drills/)
     "run_in_child": "processes", "capture_stdout": "capture", "printed": "capture",
-    "ptx": "sass", "sass_of": "sass", "float_ops": "sass", "arithmetic": "sass", "AsyncWork": "timing",
+    "ptx": "sass", "sass_of": "sass", "float_ops": "sass", "arithmetic": "sass", "warn_cpu_fma": "sass",
+    "AsyncWork": "timing",
     "rounding_edges": "topics.rounding", "check_grey_identical": "topics.rounding",
     "check_grey_identical_cuda": "topics.rounding", "check_row_sum": "topics.rows", "check_row_max": "topics.rows",
     "check_row_sum_cuda": "topics.rows", "check_row_max_cuda": "topics.rows", "check_guard_left_out": "topics.guard",

@@ -578,3 +578,50 @@ def test_a_long_build_in_a_notebook_says_how_it_goes(capsys, monkeypatch):
     with load._progress(first_after=0.05, every=0.05):
         time.sleep(0.2)
     assert capsys.readouterr().out == ""
+
+
+NO_GUARD = """cuda_src = cuda_begin + r\"\"\"
+__global__ void matmul_k(float* m, float* n, float* out, int h, int w, int k) {
+    int r = blockIdx.y*blockDim.y + threadIdx.y;
+    int c = blockIdx.x*blockDim.x + threadIdx.x;
+    float o = 0;
+    for (int i = 0; i < k; ++i) o += m[r*k + i] * n[i*w + c];
+    out[r*w + c] = o;
+}
+
+torch::Tensor matmul(torch::Tensor m, torch::Tensor n) {
+    CHECK_INPUT(m); CHECK_INPUT(n);
+    int h = m.size(0);
+    int w = n.size(1);
+    int k = m.size(1);
+    TORCH_CHECK(k == n.size(0), "Size mismatch!");
+    auto output = torch::empty({h, w}, m.options());
+
+    dim3 tpb(16, 16);
+    dim3 blocks(cdiv(w, tpb.x), cdiv(h, tpb.y));
+    matmul_k<<<blocks, tpb>>>(m.data_ptr<float>(), n.data_ptr<float>(), output.data_ptr<float>(), h, w, k);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return output;
+}
+\"\"\"
+module = load_cuda(cuda_src, cpp_src, ["matmul"])
+"""
+
+
+@pytest.mark.timeout(1200)
+def test_a_notebook_with_the_guard_left_out_runs_to_its_end_and_validate_names_the_cause(tmp_path):
+    # The mistake that took a student's notebook down (matmul L3, CPU mode): the demo cell called the kernel in the
+    # notebook's own process, and its stray writes killed the Jupyter kernel or left it hanging in malloc.
+    import nbformat
+    nb = nbformat.read(ROOT / "release" / "matmul" / "04_L3_cuda.ipynb", as_version=4)
+    answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "matmul_cuda")
+    answer.source = NO_GUARD
+    path = tmp_path / "04_L3_cuda.ipynb"
+    nbformat.write(nb, path)
+    proc = subprocess.run([sys.executable, "-m", "nbgrader", "validate", str(path)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=1100, env=dict(os.environ, COURSE_CPU_MODE="1"))
+    out = proc.stdout + proc.stderr
+    assert "Kernel died" not in out and "DeadKernelError" not in out, out[-3000:]
+    assert "VALIDATION FAILED ON 1 CELL(S)" in out, out[-3000:]  # every check passes but the memory check
+    assert "matmul reads and writes only inside its tensors" in out  # the cell, by its docstring
+    assert "out-of-bounds accesses" in out and "if (r < h && c < w)" in out  # the cause, and the fix

@@ -69,7 +69,7 @@ def test_a_gpu_cell_asks_on_gpu_so_cpu_mode_prints_why_it_does_not_run(path):
     # A student in CPU mode still runs these cells (nbval skips them): one line, not a traceback.
     for c in cells(path):
         tags = c["metadata"].get("tags", [])
-        if "gpu" in tags and "demo" not in tags:  # demo cells: not yet (issue 26)
+        if "gpu" in tags:
             assert re.search(r"^if on_gpu\(\"", "".join(c["source"]), re.M), "".join(c["source"])[:80]
 
 
@@ -88,3 +88,15 @@ def test_cells_that_call_the_students_function_outside_checks_are_tagged_demo(pa
 def test_grade_ids_are_unique_across_the_course():
     ids = [c["metadata"]["nbgrader"]["grade_id"] for p in NOTEBOOKS for c in cells(p) if "nbgrader" in c["metadata"]]
     assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_cells_that_run_a_students_compiled_kernel_run_it_in_a_process_of_its_own(path):
+    # A kernel with a bug takes down the process that runs it: a demo cell calls it through isolated(module), so a
+    # crash fails that cell and the notebook goes on. Cells tagged gpu time kernels (they run on a GPU host, after
+    # the checks) and code in strings runs in a child already (run_in_child).
+    call = re.compile(r"(?<![\w.])(module|sum_module|max_module|tiled|fma)\.\w+\(")
+    for c in cells(path):
+        code = re.sub(r'(?s)r?("""|\'\'\'|"|\').*?\1', "''", "".join(c["source"]))
+        if c["cell_type"] == "code" and "gpu" not in c["metadata"].get("tags", []):
+            assert not call.search(code), "".join(c["source"])[:200]
