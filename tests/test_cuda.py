@@ -118,3 +118,18 @@ def test_declared_but_undefined_function_is_explained(build_dir):
     with pytest.raises(CompileError, match=r"cpp_src declares `rgb_to_grayscale\(torch::Tensor\)`"):
         load_cuda(KERNEL.replace("torch::Tensor rgb_to_grayscale(torch::Tensor input)",
                                  "torch::Tensor rgb_to_greyscale(torch::Tensor input)"), CPP, ["rgb_to_grayscale"])
+
+
+FAR = KERNEL.replace("if (i < n) out[i] =", "if (i < n) out[i + (i == n - 1 ? (1 << 28) : 0)] =")
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a GPU: the fault is the GPU's")
+def test_an_isolated_call_that_faults_on_the_gpu_leaves_this_process_able_to_use_it(build_dir):
+    import torch
+    from course import isolated
+    x = torch.randint(0, 256, (3, 37, 53), dtype=torch.uint8, device="cuda")
+    with pytest.raises(AssertionError, match="outside a tensor"):
+        isolated(load_cuda(FAR, CPP, ["rgb_to_grayscale"])).rgb_to_grayscale(x)
+    grey = isolated(load_cuda(KERNEL, CPP, ["rgb_to_grayscale"])).rgb_to_grayscale(x)
+    assert grey.device == x.device and grey.shape == (37, 53)
+    assert int((x.float().sum() + 1).item()) > 0  # this process's CUDA context still works
