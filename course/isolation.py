@@ -10,6 +10,8 @@ import torch
 
 from .harness.cuda import call_in_child
 
+TIMING_TIMEOUT = 300  # seconds for a timed run: a slow kernel's warm-up and repeats at 4096 take seconds
+
 
 class IsolatedFunction:
     """A function of a compiled module, called in a child process; what it returns comes back to the arguments' device."""
@@ -27,6 +29,11 @@ class IsolatedFunction:
         if isinstance(value, tuple):
             return tuple(v.to(device) if isinstance(v, torch.Tensor) else v for v in value)
         return value.to(device) if isinstance(value, torch.Tensor) else value
+
+    def time(self, *args, warmup=3, reps=20):
+        """cuda_time of the function on args, measured in a process of its own (cuda_time(isolated_f, ...) calls it)."""
+        ms, printed = call_in_child(self.module, self.__name__, args, timeout=TIMING_TIMEOUT, timing=(warmup, reps))
+        return ms
 
     def __repr__(self):
         return f"<{self.__name__} of {self.module.__name__}, called in a process of its own>"

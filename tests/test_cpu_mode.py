@@ -606,3 +606,15 @@ def test_a_notebook_with_the_guard_left_out_runs_to_its_end_and_validate_names_t
     assert failed and out.count("The following cell failed") == int(failed.group(1)) >= 1, out[-3000:]
     assert 'check_matmul_cuda(cuda_src, "ragged")' in out and 'check_matmul_cuda(cuda_src, "integrity")' in out
     assert "r < h && c < w" in out  # the fix: the guard
+
+
+def test_cuda_time_of_an_isolated_function_times_it_in_its_own_process(build_dir):
+    from course import cuda_time, isolated
+    # a module of its own: the test above leaves its module marked as one that hung
+    module = isolated(load_cuda(CALLED + "\n// timed\n", "torch::Tensor twice(torch::Tensor x, int64_t far, int64_t spin);",
+                                ["twice"]))
+    x = torch.arange(1000, dtype=torch.float32)
+    ms = cuda_time(module.twice, x, 0, 0, warmup=1, reps=5)
+    assert isinstance(ms, float) and 0 < ms < 1000
+    with pytest.raises(AssertionError, match="outside a tensor"):  # the fault fails the timing, not this process
+        cuda_time(module.twice, x, 1 << 28, 0, warmup=1, reps=5)

@@ -135,10 +135,11 @@ def _hang(seconds):
                         "never ends, or a thread waiting for something that never happens, hangs the GPU.")
 
 
-def call_in_child(module, func, args, timeout=None):
+def call_in_child(module, func, args, timeout=None, timing=None):
     """Calls func of a module load_cuda built on args in a child process, as a check does: (what it returned, on the
     CPU, and what the process printed). A crash, a memory fault, a hang or an error it raised is raised here as
-    KernelFailed with the likely cause; the calling process is untouched."""
+    KernelFailed with the likely cause; the calling process is untouched. timing=(warmup, reps): cuda_time's median
+    milliseconds of the calls there, instead of what the function returned."""
     timeout = timeout or TIMEOUT
     path = module_path(module)
     if path in _hung:
@@ -146,8 +147,8 @@ def call_in_child(module, func, args, timeout=None):
                            "first (a loop that never ends?).")
     cpu = cpu_mode()
     job = Job(module=path, func=func, inputs=[tuple(a.detach().cpu() if isinstance(a, torch.Tensor) else a
-                                                    for a in args)], fills=[(0, 0)], mode="run", cpu=cpu,
-              memory_module=memory_module() if cpu else None)
+                                                    for a in args)], fills=[(0, 0)], mode="time" if timing else "run",
+              cpu=cpu, memory_module=memory_module() if cpu else None, timing=timing)
     with tempfile.TemporaryDirectory(prefix="course-call-") as tmp:
         job_path, result, log = Path(tmp) / "job.pt", Path(tmp) / "result.pt", Path(tmp) / "output.txt"
         torch.save(job, job_path)
