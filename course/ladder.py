@@ -9,7 +9,7 @@ MAX_THREADS_PER_BLOCK = 1024
 shared_use = {"writes": 0, "syncs": 0}  # what blk_kernel2d_shar's kernels did, for the tiled exercise's check
 thread_order = {"reversed": False}  # blk_kernel2d_shar runs a block's threads last to first when True (a race shows)
 # What the runners did since the checks last cleared it (course/harness/python.py): evidence for their hints.
-ran = {"threads": 0, "returned": 0, "returned_by": None, "launches": [], "kernel": None}
+ran = {"threads": 0, "returned": 0, "returned_by": None, "launches": [], "kernel": None, "args": None}
 
 
 class dim3(NamedTuple):
@@ -85,9 +85,10 @@ def _as_dim3(name, value):
     return value
 
 
-def _launched(launch, kernel):
-    """Notes a launch, (runner, its grid..., threads in all), and its kernel, for the hints; only the last few are kept."""
-    ran["kernel"] = kernel
+def _launched(launch, kernel, args):
+    """Notes a launch, (runner, its grid..., threads in all), its kernel and arguments, for the hints; only the last few
+    launches are kept."""
+    ran["kernel"], ran["args"] = kernel, args
     ran["launches"].append(launch)
     del ran["launches"][:-8]
 
@@ -129,13 +130,13 @@ def run_kernel(f, times, *args):
         if len(times) != 2:
             raise TypeError(f"times must be an int or a pair (rows, cols), not {times!r}")
         rows, cols = _count("times[0]", times[0]), _count("times[1]", times[1])
-        _launched(("run_kernel", times, rows * cols), f)
+        _launched(("run_kernel", times, rows * cols), f, args)
         for i, j in itertools.product(range(rows), range(cols)):
             ran["threads"] += 1
             _call(f, f"thread i={i}, j={j}", i, j, *args)
         return
     _count("times", times)
-    _launched(("run_kernel", times, times), f)
+    _launched(("run_kernel", times, times), f, args)
     for i in range(times):
         ran["threads"] += 1
         _call(f, f"thread i={i}", i, *args)
@@ -154,7 +155,7 @@ def blk_kernel(f, blocks, threads, *args):
     _count("blocks", blocks)
     _check_threads(dim3(_count("threads", threads)))
     args = _checked(args)
-    _launched(("blk_kernel", blocks, threads, blocks * threads), f)
+    _launched(("blk_kernel", blocks, threads, blocks * threads), f, args)
     for i in range(blocks):
         for j in range(threads):
             ran["threads"] += 1
@@ -167,7 +168,7 @@ def blk_kernel2d(f, blocks, threads, *args):
     _check_threads(threads)
     args = _checked(args)
     _launched(("blk_kernel2d", blocks, threads,
-               blocks.x * blocks.y * blocks.z * threads.x * threads.y * threads.z), f)
+               blocks.x * blocks.y * blocks.z * threads.x * threads.y * threads.z), f, args)
     for bz, by, bx in itertools.product(range(blocks.z), range(blocks.y), range(blocks.x)):
         for tz, ty, tx in itertools.product(range(threads.z), range(threads.y), range(threads.x)):
             ran["threads"] += 1
@@ -259,7 +260,7 @@ def blk_kernel2d_shar(f, blocks, threads, sh_sz, *args):
     _count("sh_sz", sh_sz)
     args = _checked(args)
     _launched(("blk_kernel2d_shar", blocks, threads,
-                            blocks.x * blocks.y * blocks.z * threads.x * threads.y * threads.z), f)
+                            blocks.x * blocks.y * blocks.z * threads.x * threads.y * threads.z), f, args)
     for bz, by, bx in itertools.product(range(blocks.z), range(blocks.y), range(blocks.x)):
         # Each block's own shared memory, holding NaN until written: reading a slot too early shows.
         shared = CheckedTensor(torch.full((sh_sz,), float("nan")))

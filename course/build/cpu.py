@@ -119,20 +119,18 @@ def edits(src, launches=True):
         before = code[max(0, m.start() - 40):m.start()]
         if re.search(r"\bextern\s+(?:(?:volatile|const|static)\s+)*$", before) or _at_namespace_scope(scopes, m.start()):
             continue
-        parts, depth, cur = [], 0, ""
-        for ch in m.group(1):
-            depth += ch in "[(<"
-            depth -= ch in "])>"
-            if ch == "," and depth == 0:
-                parts.append(cur)
-                cur = ""
-            else:
-                cur += ch
-        parts.append(cur)
         names = [n.group(1) for n in (re.search(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*(?:=.*)?$", p.strip())
-                                      for p in parts) if n]
+                                      for p in _declarators(m.group(1))) if n]
         marks = "".join(f" ::cuda_cpu::detail::shared_mark(&{n}, sizeof({n}));" for n in names)
         out.replace(m.end(), m.end(), marks)
+
+    # Each index variable a kernel declares (computed from threadIdx, blockIdx, blockDim or another such variable)
+    # is reported to a watched thread (course/harness/origin.py runs one thread alone and reads them). After the
+    # declaration's ';', on the same line.
+    for name, quals, start, end in _functions(code):
+        if "__global__" in quals:
+            for at, names in _index_declarations(code, start, end):
+                out.replace(at, at, "".join(f' ::cuda_cpu::detail::watch("{n}", {n});' for n in names))
 
     # `static __shared__` would be `static static`.
     for m in re.finditer(r"\bstatic\s+(?=(?:(?:volatile|const)\s+)*__shared__\b)|(?<=__shared__)\s+static\b", code):
@@ -146,6 +144,44 @@ def edits(src, launches=True):
     for m in re.finditer(re.escape("must be a CUDA tensor"), src):
         out.replace(m.start(), m.end(), "must be a CPU tensor (CPU mode: no GPU here)")
     return out
+
+
+def _declarators(text):
+    """The declarators of a declaration's text after its type, split at the commas outside brackets."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "[(<"
+        depth -= ch in "])>"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return parts + [cur]
+
+
+_INDEX_TYPE = (r"(?:(?:const|volatile|register)\s+)*(?:(?:unsigned|signed)\s+)?(?:long\s+long|long|int|short|unsigned|"
+               r"signed|size_t|ptrdiff_t|auto|u?int(?:8|16|32|64)_t)(?:\s+int)?")
+
+
+def _index_declarations(code, start, end):
+    """(where its ';' ends, [names]) of each statement in code[start:end] that declares variables computed from
+    threadIdx, blockIdx or blockDim, or from variables so declared before (`int row = blockIdx.y*blockDim.y + ...;`)."""
+    known, found = set(), []
+    for m in re.finditer(rf"(?<=[;{{}}])(\s*){_INDEX_TYPE}\s+([^;{{}}]*);", code[start:end]):
+        names = []
+        for part in _declarators(m.group(2)):
+            d = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*(?:=|\{|\()(.*)", part, re.S)
+            if d is None:
+                break  # not a plain declaration (a function's, an array's): leave the statement alone
+            used = set(re.findall(r"[A-Za-z_]\w*", d.group(2)))
+            if used & {"threadIdx", "blockIdx", "blockDim"} or used & known:
+                names.append(d.group(1))
+        else:
+            if names:
+                known |= set(names)
+                found.append((start + m.end(), names))
+    return found
 
 
 def translate(cuda_src):

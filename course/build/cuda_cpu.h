@@ -137,6 +137,8 @@ struct Block {
   unsigned int nthreads; // threads per block
   unsigned int tid;      // the thread running now (linear index in the block)
   bool one_d;            // blockDim.y == blockDim.z == 1
+  bool alone;            // only thread alone_tid runs (a watched thread, run alone: course/harness/origin.py)
+  unsigned int alone_tid;
   unsigned char warp_order[32];  // the warps in the order they run (shuffled for each block)
 };
 extern Block block CUDA_CPU_HIDDEN;
@@ -153,6 +155,15 @@ CUDA_CPU_HIDDEN int barrier(int kind, int pred);  // kind 1: __syncthreads*, 2: 
 // course/build/cpu.py puts a call after each __shared__ array a kernel declares: the launch then knows
 // whether its kernel wrote shared memory (a tiled exercise's check asks).
 CUDA_CPU_HIDDEN void shared_mark(void* p, size_t bytes);
+// course/build/cpu.py puts a call after each declaration of a kernel's index variables (those computed from
+// threadIdx and blockIdx): a thread run alone (course/harness/origin.py) reports their values.
+CUDA_CPU_HIDDEN void watch_value(const char* name, double value, bool integral);
+template <class T>
+inline void watch(const char* name, const T& value) {
+  if constexpr (std::is_arithmetic_v<T>) {
+    if (block.alone) watch_value(name, static_cast<double>(value), std::is_integral_v<T>);
+  }
+}
 }  // namespace detail
 }  // namespace cuda_cpu
 
@@ -476,6 +487,7 @@ void run_threads(void* body) {
     const unsigned int k = block.next++;
     const unsigned int t = (static_cast<unsigned int>(block.warp_order[k >> 5]) << 5) | (k & 31u);
     if (t >= block.nthreads) continue;  // the missing lanes of a last, partial warp
+    if (block.alone && t != block.alone_tid) continue;
     enter_thread(t);
     b();
   }

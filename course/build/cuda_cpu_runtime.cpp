@@ -324,6 +324,17 @@ bool changed(const char* p, size_t n) {
   return false;
 }
 
+// ---- one thread watched: run alone (the other threads and blocks do nothing), its index variables noted
+struct Watch {
+  bool on = false;
+  uint3 block{}, thread{};
+  std::string seen;  // "name=value;" for each index variable, its first value
+};
+Watch watching;
+std::string last_launch;  // "name;gx,gy,gz;bx,by,bz" of the last launch
+
+bool same(uint3 a, uint3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; }
+
 // ---- faults: a kernel that crashes ends its launch with an error, as on a GPU, not the process.
 sigjmp_buf fault_jmp;
 volatile sig_atomic_t fault_signal = 0;
@@ -440,6 +451,8 @@ void launch(const char* name, dim3 g, dim3 b, size_t shmem, cudaStream_t stream,
     return;
   }
   std::lock_guard<std::mutex> lock(launch_mutex);
+  last_launch = std::string(name) + ";" + std::to_string(g.x) + "," + std::to_string(g.y) + "," + std::to_string(g.z) +
+                ";" + std::to_string(b.x) + "," + std::to_string(b.y) + "," + std::to_string(b.z);
   const std::string event = std::string("cuda_cpu_launch::") + name;
   RECORD_FUNCTION(event, c10::ArrayRef<const c10::IValue>{});
   in_launch = true;
@@ -450,6 +463,8 @@ void launch(const char* name, dim3 g, dim3 b, size_t shmem, cudaStream_t stream,
   block.nthreads = static_cast<unsigned int>(nthreads);
   block.nslots = (block.nthreads + 31u) & ~31u;
   block.one_d = b.y == 1 && b.z == 1;
+  block.alone = watching.on;
+  block.alone_tid = watching.thread.x + b.x * (watching.thread.y + b.y * watching.thread.z);
   slots.assign(block.nthreads, nullptr);
   n_waiting = n_warp_waiting = 0;
   rng_state ^= static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) +
@@ -477,6 +492,7 @@ void launch(const char* name, dim3 g, dim3 b, size_t shmem, cudaStream_t stream,
       const unsigned long long k = static_cast<unsigned long long>((static_cast<unsigned __int128>(a) * i + c) % nblocks);
       blockIdx = uint3{static_cast<unsigned int>(k % g.x), static_cast<unsigned int>(k / g.x % g.y),
                        static_cast<unsigned int>(k / g.x / g.y)};
+      if (watching.on && !same(blockIdx, watching.block)) continue;
       run_block();
     }
     if (g_failed) drop_waiting();
@@ -524,7 +540,7 @@ void shared_mark(void* p, size_t bytes) {
 
 int barrier(int kind, int pred) {
   Fiber* f = current;
-  if (f == nullptr) return pred;  // called outside a kernel: nothing to wait for
+  if (f == nullptr || block.alone) return pred;  // outside a kernel, or a thread run alone: nothing to wait for
   f->tid = block.tid;
   f->wait = kind;
   if (kind != kWarpBarrier) {
@@ -592,8 +608,40 @@ void set_max_dynamic_smem(int bytes) {
   if (bytes > 0) max_dynamic_smem = std::max(max_dynamic_smem, std::min<size_t>(bytes, 227 * 1024));
 }
 
+void watch_value(const char* name, double value, bool integral) {
+  if (!watching.on || !same(blockIdx, watching.block) || !same(threadIdx, watching.thread)) return;
+  const std::string key = std::string(name) + "=";
+  if (watching.seen.rfind(key, 0) == 0 || watching.seen.find(";" + key) != std::string::npos) return;
+  char text[64];
+  if (integral)
+    std::snprintf(text, sizeof text, "%lld", static_cast<long long>(value));
+  else
+    std::snprintf(text, sizeof text, "%g", value);
+  watching.seen += key + text + ";";
+}
+
 }  // namespace detail
 }  // namespace cuda_cpu
+
+// The thread course/harness/origin.py watches: while on, a launch runs only that thread of that block (barriers do
+// not wait) and notes its index variables; cuda_cpu_watched() returns them, cuda_cpu_last_launch() the last grid.
+extern "C" __attribute__((visibility("default"))) void cuda_cpu_watch(int on, unsigned int bx, unsigned int by,
+                                                                      unsigned int bz, unsigned int tx,
+                                                                      unsigned int ty, unsigned int tz) {
+  auto& w = cuda_cpu::detail::watching;
+  w.on = on != 0;
+  w.block = uint3{bx, by, bz};
+  w.thread = uint3{tx, ty, tz};
+  w.seen.clear();
+}
+
+extern "C" __attribute__((visibility("default"))) const char* cuda_cpu_watched() {
+  return cuda_cpu::detail::watching.seen.c_str();
+}
+
+extern "C" __attribute__((visibility("default"))) const char* cuda_cpu_last_launch() {
+  return cuda_cpu::detail::last_launch.c_str();
+}
 
 // How many kernels this module launched (course.cpu.launch_count reads it through ctypes).
 extern "C" __attribute__((visibility("default"))) long long cuda_cpu_launch_count() {

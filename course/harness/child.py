@@ -28,6 +28,7 @@ class Job:
     needs_shared: bool = False   # integrity: the kernel must use shared memory (the tiled exercises)
     memory_hint: str = None      # what to say when the memory check finds an access outside a tensor
     timing: tuple = None         # mode "time": (warm-up calls, timed calls) for course.timing.cuda_time
+    element: int = None          # mode "origin": the wrong output element whose origin harness/origin.py looks for
 
 
 @dataclass
@@ -147,6 +148,12 @@ def run(job_path, result_path):
     torch.save(result, result_path)
 
 
+def origin(job_path, result_path):
+    """Where a wrong element comes from (course/harness/origin.py): the facts, as JSON."""
+    from course.harness.origin import probe
+    probe(job_path, result_path)
+
+
 def judge(job_path, result_path, verdict_path):
     """The judge's work, in a process that never loaded the student's module: the verdict on a run, as JSON."""
     from course.harness.cuda import verdict
@@ -155,7 +162,8 @@ def judge(job_path, result_path, verdict_path):
         verdict(job, torch.load(result_path, weights_only=False))
         outcome = {"passed": True}
     except AssertionError as e:
-        outcome = {"passed": False, "message": str(e)}
+        outcome = {"passed": False, "message": str(e), "element": getattr(e, "element", None),
+                   "case": getattr(e, "case", 0)}
     with open(verdict_path, "w") as f:
         json.dump(outcome, f)
 

@@ -27,7 +27,8 @@ from ..device import cpu_mode, require_gpu
 from . import integrity
 from .child import Job
 from .evidence import guard_hint
-from .exercise import Case, Exercise, fill_byte, order_hint, same, unwritten, with_hint
+from .origin import cuda_facts, with_facts
+from .exercise import Case, Exercise, WrongElements, fill_byte, order_hint, same, unwritten, with_hint
 
 TIMEOUT = 60  # seconds for one check's child process: the largest case takes well under 1 s to run
 BUILD_TIMEOUT = 1800  # seconds for building a check's cuda_src: a cold CPU-mode build takes about a minute
@@ -206,6 +207,8 @@ def run_and_judge(job, timeout=None):
                                f"{_tail(judge_log) if judge_log.exists() else code}")
         outcome = json.loads(decided.read_text())
     if not outcome["passed"]:
+        if outcome.get("element") is not None:
+            raise WrongElements(outcome["message"], outcome["element"], outcome.get("case", 0))
         raise AssertionError(outcome["message"])
 
 
@@ -339,7 +342,7 @@ def verdict(job, result):
         raise KernelFailed(f"running your function raised an error:\n  {text}\nHint: {crash_hint(text)}.")
     want = "cpu" if cpu else "cuda"
     own = None if cpu or job.mode != "integrity" else integrity.module_kernels(job.module)
-    for where, args, run in zip(job.wheres, job.inputs, result.runs):
+    for k, (where, args, run) in enumerate(zip(job.wheres, job.inputs, result.runs)):
         if run.input_changed:
             raise AssertionError(f"{func} changed its input for {where}. "
                                  "Hint: the kernel should only write into the output.")
@@ -358,8 +361,12 @@ def verdict(job, result):
         # Under compute-sanitizer every tensor is a fresh allocation: no fill pattern to find there (CPU mode's
         # guarded memory is filled like the rest).
         fresh = job.mode == "memory" and not job.cpu
-        exercise.judge(run.value, Case(where, args, words={"lang": "cuda"}), func,
-                       None if fresh else unwritten(run.value))
+        try:
+            exercise.judge(run.value, Case(where, args, words={"lang": "cuda"}), func,
+                           None if fresh else unwritten(run.value))
+        except WrongElements as e:
+            e.case = k
+            raise
 
 
 RACE_SEEN = "gave different outputs in two runs"  # the race check's words when two runs differ
@@ -403,6 +410,8 @@ def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
         except AssertionError as e:
             if mode == "run" and cpu and "race" in exercise.hints and _order_matters(job):
                 raise with_hint(e, order_hint(exercise)) from None
+            if mode == "run" and isinstance(e, WrongElements):
+                raise with_facts(e, cuda_facts(job, e.element, e.case)) from None
             raise
     except OutOfBounds as e:
         raise AssertionError(f"{func}: the memory check found out-of-bounds accesses on the {exercise.probe} "

@@ -58,6 +58,20 @@ def same(a, b):
     return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)) if a.numel() else True
 
 
+class WrongElements(AssertionError):
+    """A judge's verdict on wrong output elements; element is the first one's flat index (harness/origin.py says where
+    it comes from), case which input of the check it was."""
+
+    def __init__(self, message, element=None, case=0):
+        super().__init__(message)
+        self.element, self.case = element, case
+
+
+def wrong_elements(message, bad):
+    """The verdict for the wrong elements where bad holds True: a WrongElements naming the first one."""
+    return WrongElements(message, int(bad.reshape(-1).nonzero()[0]))
+
+
 def first(mask, names=("row", "col")):
     """The first True position of mask: its index and words for it, e.g. ([2, 5], "row 2, col 5")."""
     idx = mask.nonzero()[0].tolist()
@@ -81,6 +95,8 @@ def with_hint(error, hint):
     """error's message with its hint replaced by hint (a message's hint is its last line that starts "Hint: ")."""
     text = str(error)
     head = text.rsplit("\nHint: ", 1)[0] if "\nHint: " in text else text
+    if isinstance(error, WrongElements):
+        return WrongElements(f"{head}\nHint: {hint}", error.element, error.case)
     return AssertionError(f"{head}\nHint: {hint}")
 
 

@@ -8,7 +8,8 @@ import threading
 import torch
 
 from .evidence import python_words, runner_hint, timeout_hint
-from .exercise import fill_byte, unwritten, with_hint
+from .exercise import WrongElements, fill_byte, unwritten, with_hint
+from .origin import python_facts, with_facts
 
 PYTHON_TIMEOUT = 60  # seconds: the slowest right answer takes a few seconds on the largest Python case
 
@@ -61,7 +62,7 @@ def prefilled():
 
 def _clear_ran():
     from ..ladder import ran
-    ran.update(threads=0, returned=0, returned_by=None, launches=[], kernel=None)
+    ran.update(threads=0, returned=0, returned_by=None, launches=[], kernel=None, args=None)
     return ran
 
 
@@ -113,7 +114,13 @@ def check_python(exercise, fn, case, seed=None, hang_hint=None):
                 # output alone suggests, when the judge found wrong elements that were never written.
                 seen = (runner_hint(ran, exercise.out_numel(c), bool(never.all()), never)
                         if never is not None and "never written" in str(e) else None)
-                raise (with_hint(e, seen) if seen else e) from None
+                e = with_hint(e, seen) if seen else e
+                if isinstance(e, WrongElements):
+                    try:
+                        e = with_facts(e, python_facts(yours, e.element))
+                    except Exception:  # reading the evidence must never hide the verdict
+                        pass
+                raise e from None
     except AssertionError as verdict:
         raise verdict.with_traceback(None) from None  # what is wrong with the answer: the message below
     print(f"{what}: {case} passed")

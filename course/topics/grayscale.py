@@ -4,7 +4,7 @@ import itertools
 import torch
 
 from ..harness.cuda import check_cuda
-from ..harness.exercise import Case, Exercise, expect_tensor, first, judges
+from ..harness.exercise import Case, Exercise, expect_tensor, first, judges, wrong_elements
 from ..harness.python import check_python
 from ..images import photo, small_photo
 
@@ -296,7 +296,7 @@ def judge_grey(yours, case, what, unwritten=None):
             hint += (f" Besides, {never:,} wrong pixel{'s' if never > 1 else ''} still hold 171 (flat indices "
                      f"{_listed(missing.reshape(-1).nonzero().flatten())}): never written, unless your code "
                      "wrote 171 there.")
-    raise AssertionError(f"{msg}\nHint: {hint}")
+    raise wrong_elements(f"{msg}\nHint: {hint}", bad)
 
 
 RGB2GREY = Exercise(

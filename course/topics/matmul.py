@@ -6,7 +6,8 @@ import torch
 
 from ..device import cpu_mode
 from ..harness.cuda import check_cuda
-from ..harness.exercise import Case, Exercise, expect_tensor, first, judges, order_hint, with_hint
+from ..harness.exercise import (Case, Exercise, expect_tensor, first, judges, order_hint, with_hint,
+                                wrong_elements)
 from ..harness.python import check_python
 
 U32 = 2.0 ** -24  # float32's unit roundoff: half the gap between 1 and the next float32
@@ -248,7 +249,7 @@ def judge_matmul(yours, case, what, unwritten=None, tiled=False):
                 "bits)." if python else "never written, or computed from a NaN read past a tensor's end (in CPU "
                 "mode the memory just past each tensor holds that NaN, and the CPU's arithmetic keeps its bits)."
                 if cpu_mode() else "they were never written.")
-    raise AssertionError(f"{msg}\nHint: {_hint(yours, a, b, bad, never, tol, case.words, tiled)}")
+    raise wrong_elements(f"{msg}\nHint: {_hint(yours, a, b, bad, never, tol, case.words, tiled)}", bad)
 
 
 CASE_NAMES = {"python": ("tiny", "ragged", "tall_skinny", "all_different", "digits", "random"),

@@ -10,7 +10,7 @@ one rounding), double arithmetic (a constant without its `f`), the products adde
 import torch
 
 from ..harness.cuda import check_cuda
-from ..harness.exercise import Case, Exercise, expect_tensor, first, judges
+from ..harness.exercise import Case, Exercise, expect_tensor, first, judges, wrong_elements
 from ..harness.python import check_python
 from ..images import photo, small_photo
 from .grayscale import judge_grey, rgb2grey, rgb2grey_exact
@@ -191,7 +191,7 @@ def judge_identical(yours, case, what, unwritten=None):
     else:
         hint = ("your pixels round in an order the checker cannot name; where the exact value is this close to a whole "
                 "number, every rounding counts. To get the reference's bytes, " + FIX + ".")
-    raise AssertionError(f"{msg}\nHint: {hint}")
+    raise wrong_elements(f"{msg}\nHint: {hint}", bad)
 
 
 CASE_NAMES = {"python": ("edges", "photo", "ragged", "random"),

@@ -6,7 +6,7 @@ exact one (w values in a row). A max is a choice, not arithmetic: it must be exa
 import torch
 
 from ..harness.cuda import check_cuda
-from ..harness.exercise import Case, Exercise, expect_tensor, judges
+from ..harness.exercise import Case, Exercise, expect_tensor, judges, wrong_elements
 from ..harness.python import check_python
 
 U32 = 2.0 ** -24  # float32's unit roundoff
@@ -113,7 +113,7 @@ def judge_row_sum(yours, case, what, unwritten=None):
     else:
         hint = ("the values are wrong in a way the checker cannot name. Row i's sum is x[i*w] + x[i*w + 1] + ... + "
                 "x[i*w + w - 1]: print the row, your sum and torch's x[i].sum() for the first wrong row.")
-    raise AssertionError(f"{msg}\nHint: {hint}")
+    raise wrong_elements(f"{msg}\nHint: {hint}", bad)
 
 
 def judge_row_max(yours, case, what, unwritten=None):
@@ -162,7 +162,7 @@ def judge_row_max(yours, case, what, unwritten=None):
     else:
         hint = ("the values are wrong in a way the checker cannot name. Row i's max is the largest of x[i*w] to "
                 "x[i*w + w - 1]: print the row, your max and torch's x[i].max() for the first wrong row.")
-    raise AssertionError(f"{msg}\nHint: {hint}")
+    raise wrong_elements(f"{msg}\nHint: {hint}", bad)
 
 
 CASE_NAMES = {"python": ("shapes", "ragged", "negative", "long_rows", "no_rows", "random"),

@@ -1,0 +1,181 @@
+"""Where a wrong element comes from (course/harness/origin.py, issue 26): facts, not guesses.
+
+For the first wrong element a check states the thread that should have written it (blockIdx, threadIdx of the
+student's own launch), whether any thread wrote it (two runs with different fills), and, where the course can
+run that one thread alone (the Python rungs; CUDA in CPU mode), the values of its index variables and what it
+wrote. Each mistake here is one whose facts differ from a right kernel's: a wrong one must show them.
+"""
+import re
+
+import pytest
+import torch
+
+from course import blk_kernel, cdiv, check_matmul, check_rgb2grey, cuda_begin, has_gpu, run_kernel
+from course.build import cpu
+from course.harness.origin import describe_cuda, owner
+
+pytestmark = [pytest.mark.xdist_group("messages"), pytest.mark.timeout(1800)]
+
+
+def message(check, *args):
+    with pytest.raises(AssertionError) as info:
+        check(*args)
+    return str(info.value)
+
+
+def facts_of(text):
+    """The lines of facts in a verdict: between its description and its hint."""
+    return text.split("\nHint: ")[0]
+
+
+# ---- the mapping from an element to its thread ------------------------------------------------------------------
+
+@pytest.mark.parametrize("element, shape, grid, block, want", [
+    (0, (7, 37), (2, 1, 1), (256, 1, 1), ((0, 0, 0), (0, 0, 0))),
+    (258, (7, 37), (2, 1, 1), (256, 1, 1), ((1, 0, 0), (2, 0, 0))),
+    (258, (7, 37), (1, 1, 1), (256, 1, 1), None),                      # the grid is too small
+    (3 * 37 + 20, (7, 37), (3, 1, 1), (16, 16, 1), ((1, 0, 0), (4, 3, 0))),  # row 3 from y, col 20 from x
+    (6 * 37 + 36, (7, 37), (2, 1, 1), (16, 16, 1), None),              # col 36 past 2 blocks of 16 across
+    (5, (10,), (2, 2, 1), (4, 4, 1), None),                            # a 2D launch over a 1D output: no mapping
+])
+def test_owner_is_the_lessons_index_inverted(element, shape, grid, block, want):
+    assert owner(element, shape, grid, block) == want
+
+
+def test_the_facts_of_a_probe_are_stated_in_the_launchs_own_terms():
+    facts = {"launch": ["rgb2grey_k", [2, 1, 1], [256, 1, 1]], "shape": [7, 37],
+             "values": [{"value": 171, "fill": True}, {"value": 92, "fill": True}],
+             "alone": {"vars": [["i", "1"]], "wrote": [1], "count": 1}}
+    lines = describe_cuda(facts, 0)
+    assert "rgb2grey_k<<<2, 256>>>, thread 0 of block 0 (blockIdx.x = 0, threadIdx.x = 0) should write it" in lines[0]
+    assert lines[1].startswith("no thread wrote it")
+    assert lines[2] == "that thread, run alone (CPU mode), had i = 1 and wrote element 1 of the output."
+    facts["values"] = [{"value": 3.5, "fill": False}, {"value": 7.25, "fill": False}]
+    assert "changed with what the memory held before (3.5, then 7.25)" in describe_cuda(facts, 0)[1]
+    facts["values"] = [{"value": 12, "fill": False}, {"value": 12, "fill": False}]
+    assert describe_cuda(facts, 0)[1].startswith("a thread wrote 12 there")
+    facts["launch"] = ["rgb2grey_k", [1, 1, 1], [256, 1, 1]]
+    assert "has no thread for it (256 threads)" in describe_cuda(facts, 258)[0]
+
+
+# ---- the Python rungs: the thread replayed alone ----------------------------------------------------------------
+
+def _grey_bk(index):
+    ns = {}
+    exec("def k(blockidx, threadidx, blockdim, x, out, n):\n"
+         f"    i = {index}\n"
+         "    if i < n:\n"
+         "        out[i] = int(0.2989*x[i] + 0.5870*x[i+n] + 0.1140*x[i+2*n])\n", ns)
+    kernel = ns["k"]
+
+    def grey(x):
+        c, h, w = x.shape
+        n = h * w
+        out = torch.empty(n, dtype=torch.uint8)
+        blk_kernel(kernel, cdiv(n, 256), 256, x.flatten(), out, n)
+        return out.view(h, w)
+    return grey
+
+
+def test_a_python_kernel_whose_index_starts_at_1_shows_the_thread_and_where_it_wrote():
+    text = facts_of(message(check_rgb2grey, _grey_bk("blockidx*blockdim + threadidx + 1"), "ragged"))
+    assert "thread 0 of block 0 (blockidx = 0, threadidx = 0) should write it" in text
+    assert "it still holds 171, what the memory held before the call: no thread wrote it" in text
+    assert re.search(r"that thread, run alone: .*i = 1; it wrote out\[1\]\.", text)
+
+
+def test_a_python_kernel_using_threadidx_alone_shows_what_block_1_computed():
+    text = facts_of(message(check_rgb2grey, _grey_bk("threadidx"), "ragged"))
+    assert "thread 0 of block 1 (blockidx = 1, threadidx = 0) should write it" in text
+    assert re.search(r"run alone: .*i = 0; it wrote out\[0\]\.", text)
+
+
+def test_a_run_kernel_too_short_says_no_thread_has_the_element():
+    def k(i, x, out, n):
+        out[i] = int(0.2989 * x[i] + 0.5870 * x[i + n] + 0.1140 * x[i + 2 * n])
+
+    def grey(x):
+        c, h, w = x.shape
+        n = h * w
+        out = torch.empty(n, dtype=torch.uint8)
+        run_kernel(k, n - 3, x.flatten(), out, n)
+        return out.view(h, w)
+    text = facts_of(message(check_rgb2grey, grey, "ragged"))
+    assert "no thread has it (run_kernel called it for 256 threads)" in text
+
+
+def test_a_2d_python_kernel_with_row_and_column_swapped_shows_the_thread_writing_elsewhere():
+    from tests.test_messages_matmul import PYTHON
+    ns = {}
+    exec("import torch\nfrom course import cdiv, dim3, blk_kernel2d\n" + PYTHON["l2_row_and_column_swapped"].cell, ns)
+    text = facts_of(message(check_matmul, ns["matmul_2d"], "tall_skinny"))
+    first = re.search(r"first at row (\d+), col (\d+)", text)
+    r, c = int(first.group(1)), int(first.group(2))
+    assert f"threadidx.x = {c % 16}, threadidx.y = {r % 16})" in text
+    # the thread the lesson's index gives that element computes r from x: r = its column, c = its row
+    assert re.search(rf"run alone: .*\br = {c}\b.*\bc = {r}\b", text)
+
+
+# ---- CUDA: a probe in a child (CPU mode here; on a GPU the launch comes from the profiler) ------------------------
+
+GREY = cuda_begin + r'''
+__global__ void rgb2grey_k(const unsigned char* x, unsigned char* out, int n) {
+    int i = INDEX;
+    if (i < n) out[i] = 0.2989f*x[i] + 0.5870f*x[i+n] + 0.1140f*x[i+2*n];
+}
+torch::Tensor rgb_to_grayscale(torch::Tensor input) {
+    CHECK_INPUT(input);
+    int h = input.size(1), w = input.size(2);
+    auto out = torch::empty({h, w}, input.options());
+    int threads = 256;
+    rgb2grey_k<<<BLOCKS, threads>>>(input.data_ptr<unsigned char>(), out.data_ptr<unsigned char>(), h*w);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return out;
+}
+'''
+
+
+def test_a_cuda_kernel_whose_index_starts_at_1_is_shown_its_thread_and_what_that_thread_computed():
+    from course import check_rgb2grey_cuda
+    src = GREY.replace("INDEX", "blockIdx.x*blockDim.x + threadIdx.x + 1").replace("BLOCKS", "cdiv(h*w, threads)")
+    text = facts_of(message(check_rgb2grey_cuda, src, "ragged"))
+    assert "rgb2grey_k<<<2, 256>>>, thread 0 of block 0 (blockIdx.x = 0, threadIdx.x = 0) should write it" in text
+    assert "no thread wrote it: it held what the memory held before the call, in two runs" in text
+    if not has_gpu():
+        assert "that thread, run alone (CPU mode), had i = 1 and wrote element 1 of the output." in text
+
+
+def test_a_cuda_grid_that_is_too_small_has_no_thread_for_the_last_pixels():
+    from course import check_rgb2grey_cuda
+    src = GREY.replace("INDEX", "blockIdx.x*blockDim.x + threadIdx.x").replace("BLOCKS", "h*w / threads")
+    text = facts_of(message(check_rgb2grey_cuda, src, "ragged"))
+    assert "your launch rgb2grey_k<<<1, 256>>> has no thread for it (256 threads)" in text
+
+
+def test_a_cuda_kernel_adding_into_its_output_is_shown_to_depend_on_the_memory_before():
+    from course import check_rgb2grey_cuda
+    src = (GREY.replace("INDEX", "blockIdx.x*blockDim.x + threadIdx.x").replace("BLOCKS", "cdiv(h*w, threads)")
+           .replace("out[i] = 0.2989f", "out[i] += 0.2989f"))
+    text = message(check_rgb2grey_cuda, src, "ragged")
+    assert "a thread wrote it, but what it wrote changed with what the memory held before" in facts_of(text)
+    # the value hints could not name it ("cannot name"); the facts prove it
+    assert "Hint: what your kernel wrote depends on what the memory held before it ran" in text
+    assert "cannot name" not in text
+
+
+# ---- CPU mode's watch: which declarations are reported -----------------------------------------------------------
+
+def test_cpu_mode_reports_the_index_variables_a_kernel_declares_and_nothing_else():
+    src = ("__global__ void k(const float* x, float* out, int n) {\n"
+           "    int i = blockIdx.x*blockDim.x + threadIdx.x;\n"
+           "    int r = i / 7, c = i % 7;  // int z = threadIdx.x;\n"
+           "    for (int j = threadIdx.x; j < n; j += 5) {}\n"
+           "    const unsigned tc = threadIdx.x, tr = threadIdx.y;\n"
+           "    float v = 0.5f * i; int q = 3; int a[4];\n"
+           "    if (i < n) out[i] = x[i] + v;\n}\n"
+           "torch::Tensor f(torch::Tensor x) { int i = 0; return x; }\n")
+    out = cpu.translate(src)
+    watched = re.findall(r'watch\("(\w+)"', out)
+    assert watched == ["i", "r", "c", "tc", "tr"]
+    assert out.count("\n") == src.count("\n")  # every line where it was: compiler messages keep their lines
+    assert 'watch("i", i);  // int z' not in out and "int r = i / 7, c = i % 7; ::cuda_cpu" in out
