@@ -179,3 +179,18 @@ def test_cpu_mode_reports_the_index_variables_a_kernel_declares_and_nothing_else
     assert watched == ["i", "r", "c", "tc", "tr"]
     assert out.count("\n") == src.count("\n")  # every line where it was: compiler messages keep their lines
     assert 'watch("i", i);  // int z' not in out and "int r = i / 7, c = i % 7; ::cuda_cpu" in out
+
+
+@pytest.mark.skipif(not has_gpu(), reason="a GPU build runs only on a GPU (CPU mode's runtime notes its launches)")
+def test_a_gpu_split_build_notes_its_launch_so_the_probe_needs_no_profiler():
+    import ctypes
+
+    from course import load_cuda
+    from course.build import build_report
+    from course.harness.origin import _noted_launch
+    from course.topics.grayscale import CPP_SRC
+    src = GREY.replace("INDEX", "blockIdx.x*blockDim.x + threadIdx.x").replace("BLOCKS", "cdiv(h*w, threads)")
+    module = load_cuda(src, CPP_SRC, ["rgb_to_grayscale"])
+    assert build_report(module)["how"] == "split"
+    module.rgb_to_grayscale(torch.zeros(3, 7, 37, dtype=torch.uint8, device="cuda"))
+    assert _noted_launch(ctypes.CDLL(module.__file__)) == ["rgb2grey_k", [2, 1, 1], [256, 1, 1]]

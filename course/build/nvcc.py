@@ -104,8 +104,8 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, flags, one_unit=None):
     with open(MINMAX) as f:
         host_header = f"{begin}\n#include <cuda_runtime.h>\n{f.read()}{split.HOST_SYMBOL_API}{split.LAUNCH_DECLS}"
     hdir = objects.precompiled(root, HOST_HEADER, host_header, host_flags, torch.__version__)
-    device = split.write_unit(plan, "device", f"#include <cuda_runtime.h>\n{split.light_begin(begin)}\n{split.LAUNCH_DECLS}",
-                              split.gpu_launch)
+    device = split.write_unit(plan, "device", f"#include <cuda_runtime.h>\n{split.light_begin(begin)}\n"
+                              f"{split.LAUNCH_DECLS}{split.LAUNCH_RECORD}", split.gpu_launch)
     host = split.write_unit(plan, "host", f'#include "{HOST_HEADER}"\n')
     jobs = []
     for label, unit, command, which, depends in (

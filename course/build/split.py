@@ -42,6 +42,18 @@ inline Launch config(const char* name, dim3 grid, dim3 block, size_t shmem = 0, 
 }  // namespace course_split
 '''
 
+# The GPU build's CUDA unit notes each launch's configuration as its stub launches (gpu_launch), for
+# course/harness/origin.py to read through ctypes, as CPU mode's runtime notes its own (cuda_cpu_last_launch).
+LAUNCH_RECORD = r'''
+namespace course_split { Launch last{}; }
+extern "C" __attribute__((visibility("default"))) const char* course_last_launch(unsigned int* dims) {
+  const course_split::Launch& l = course_split::last;
+  const unsigned int d[6] = {l.grid.x, l.grid.y, l.grid.z, l.block.x, l.block.y, l.block.z};
+  for (int i = 0; i < 6; ++i) dims[i] = d[i];
+  return l.name ? l.name : "";
+}
+'''
+
 # What cuda_runtime.h gives host code compiled by nvcc only: the symbol functions that take the variable itself,
 # `cudaMemcpyToSymbol(counter, &zero, sizeof(zero))`. The C++ unit (g++) of a GPU build declares them the same way.
 HOST_SYMBOL_API = r'''
@@ -797,7 +809,8 @@ def compile_split(root, jobs, how, plan, one_unit, verbose=False, any_failure=Fa
 
 
 def gpu_launch(kernel, args):
-    return f"{kernel}<<<course_cfg_.grid, course_cfg_.block, course_cfg_.shmem, course_cfg_.stream>>>({args});"
+    return (f"::{NS}::last = course_cfg_; "
+            f"{kernel}<<<course_cfg_.grid, course_cfg_.block, course_cfg_.shmem, course_cfg_.stream>>>({args});")
 
 
 def cpu_launch(kernel, args):
