@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml
 release: setup  ## source/ -> release/ through nbgrader (solutions out, C stubs in and compiled), every assignment
 	$(PY) -m course release
 
-grade: release  ## the example submissions graded (several students at once, resumable, re-verified), grade tables
+grade: release  ## the example submissions graded (several students at once, resumable, every test judged outside the kernel), grade tables
 	for a in $(EXAMPLES); do \
 	  $(PY) -m course.grading.submissions $$a && $(PY) -m course grade $$a && \
 	  $(PY) -m course.grading.gradebook $$a || exit 1; done

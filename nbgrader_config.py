@@ -2,7 +2,8 @@
 from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
 from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, Execute, GetGrades, OverwriteCells
 
-from course.grading.autograde import PersonalSeeds, RestoreHiddenTests, SafeExecute
+from course.grading.autograde import PersonalSeeds, RestoreHiddenTests
+from course.grading.trusted import TrustedExecute
 from course.grading.feedback import HideHiddenTests
 from course.grading.release import ClearCudaSolutions, ClearHiddenTestsQuietly, wrap_validate_lines
 
@@ -18,11 +19,14 @@ c.GenerateAssignment.preprocessors = [
 ]
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
-# A notebook whose kernel dies or hangs keeps the points of the cells before; later cells get none,
-# with the reason in their output (nbgrader alone would drop the student's whole assignment).
-# Cell time limits: course/autograde.py (10 minutes for a cell that compiles CUDA, 4 for the rest).
+# One trusted pass: the student's cells run in the notebook's kernel, each test cell is judged by nbgrader's own
+# process (course/grading/trusted.py), which asks the kernel only for the answer; the verdict is the cell's output,
+# so the scores, the feedback and the export hold verdicts no student code could change. A notebook whose kernel
+# dies or hangs keeps the points of the cells before; later cells get none, with the reason in their output
+# (nbgrader alone would drop the student's whole assignment). Cell time limits: course/grading/autograde.py
+# (10 minutes for a cell that compiles CUDA, 4 for the rest).
 c.Autograde.autograde_preprocessors = [
-    SafeExecute if p is Execute else p for p in Autograde().autograde_preprocessors
+    TrustedExecute if p is Execute else p for p in Autograde().autograde_preprocessors
 ]
 c.Execute.timeout = 600
 c.Execute.startup_timeout = 120

@@ -8,8 +8,10 @@ One command prints everything and writes it as JSON (on the GPU host, in at most
 A synthetic class is the example students of the assignment (right, typical mistakes, nothing) replicated
 with variations: each copy's answers carry a comment naming the student, so each CUDA source is new to the
 compiler, as a real class's would be. Today's path is `nbgrader autograde` of the example students, one after
-another (the measurement in issue 11: 228 s for three); the new one is `python -m course grade --no-verify`
-of the whole class (the clean re-run, course.verify, is timed apart on a sample, as it is apart today). Each
+another (the measurement in issue 11: 228 s for three); the new one is `python -m course grade` of the whole
+class, its one trusted pass (every test cell judged outside the kernel; the audit's clean re-run, course verify,
+can be timed apart on a sample with --verify-sample). --repeat N grades the class N times, each in fresh course
+and build folders (a stress run), and every student a run failed is printed with the reason. Each
 path starts with its own build folder, warmed with the released stub (so the precompiled headers and the
 runtime are built, as on any host that graded before) and cold for every student's source. A path that would
 run past the budget is stopped and its figure taken from the students it finished.
@@ -214,14 +216,15 @@ def course_path(course, assignment, build_dir, deadline, out, workers=None, veri
     """The new path: `python -m course grade` of the whole class; seconds per student and where they go."""
     summary_file = out / "course-grade.json"
     cmd = [sys.executable, "-m", "course", "grade", assignment, "--json", str(summary_file)]
-    cmd += [] if verify else ["--no-verify"]
+    cmd += ["--audit"] if verify else []
     cmd += ["--workers", str(workers)] if workers else []
     with Sampler() as sampler:
         code, seconds = run_with_deadline(cmd, course, env_for(build_dir), deadline, out / "course-grade.log")
     ledger = course / "autograded" / ".course" / assignment / "ledger.jsonl"
     entries = [json.loads(x) for x in ledger.read_text().splitlines()] if ledger.exists() else []
     graded = [e for e in entries if e["status"] == "graded"]
-    result = {"finished": len(graded), "failed": [e["student"] for e in entries if e["status"] != "graded"],
+    result = {"finished": len(graded),
+              "failed": {e["student"]: e.get("reason", "?") for e in entries if e["status"] != "graded"},
               "seconds": round(seconds, 1), "stopped_at_budget": code is None, "exit": code,
               "per_student": round(seconds / max(1, len(graded)), 1), "utilization": sampler.summary(),
               "scores": {e["student"]: e.get("score") for e in graded}}
@@ -289,7 +292,8 @@ def main():
                    help="students in the synthetic class (0: the example students themselves)")
     p.add_argument("--tamper", action="store_true", help="add tests/tamper/<assignment> to the example students")
     p.add_argument("--workers", type=int, help="course grade's students at once (default: its own, one per core)")
-    p.add_argument("--verify-sample", type=int, default=8, help="students whose clean re-run is timed (0: none)")
+    p.add_argument("--verify-sample", type=int, default=0, help="students whose audit (clean re-run) is timed")
+    p.add_argument("--repeat", type=int, default=1, help="grade the class this many times, each in fresh folders")
     p.add_argument("--budget", type=float, default=390, help="seconds for the whole run; a path running past it "
                    "is stopped and measured on the students it finished")
     p.add_argument("--json", help="write the figures here")
@@ -362,10 +366,24 @@ def main():
     save()
 
     reserve = 60 if args.verify_sample else 15
-    log(f"the new path: python -m course grade --no-verify of {len(klass)} students ...")
+    log(f"the new path: python -m course grade of {len(klass)} students ...")
     result["course"] = course_path(new, args.assignment, builds["course"], deadline - reserve, out, args.workers)
     log(json.dumps(result["course"], indent=1))
     save()
+    runs = [result["course"]]
+    for k in range(2, args.repeat + 1):  # the stress run: the same class again, fresh course and build folders
+        again, fresh = work / f"course-{k}", work / f"builds-course-{k}"
+        shutil.rmtree(again, ignore_errors=True)
+        shutil.copytree(base, again)
+        write_class(again, args.assignment, klass)
+        warm_up(base, args.assignment, fresh).communicate()
+        log(f"run {k} of {args.repeat}: python -m course grade of {len(klass)} students, fresh folders ...")
+        runs.append(course_path(again, args.assignment, fresh, deadline - reserve, out, args.workers))
+        log(json.dumps({key: runs[-1][key] for key in ("finished", "failed", "seconds", "per_student")}))
+    if args.repeat > 1:
+        result["runs"] = [{key: r[key] for key in ("finished", "failed", "seconds", "per_student", "stopped_at_budget")}
+                          for r in runs]
+        save()
 
     if args.verify_sample and deadline - time.monotonic() > 45:
         sample = sorted(result["course"]["scores"])[:args.verify_sample]
@@ -409,6 +427,9 @@ def main():
         f"{result['course']['seconds']} s)")
     log(f"speed-up: {result['speedup']}x" if result["speedup"] else
         "speed-up: no figure (a path finished no student within the budget: give it more with --budget)")
+    for k, r in enumerate(runs, 1):
+        log(f"run {k}: {r['finished']} graded, {len(r['failed'])} failed, {r['per_student']} s a student"
+            + "".join(f"\n  FAILED {s}: {why}" for s, why in sorted(r["failed"].items())))
     if "verify" in result:
         log(f"clean re-run (course verify, both paths need it): {result['verify']['per_student']} s a student "
             f"over {result['verify']['students']} students")

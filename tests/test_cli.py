@@ -262,7 +262,7 @@ def graded(tmp_path_factory):
     left_behind = sorted(p.name for p in scratch.iterdir())
     summary = tmp / "summary.json"
     resumed = course("grade", "grayscale", "--workers", "2", "--json", str(summary), cwd=root, check=False)
-    assert resumed.returncode == 1, resumed.stdout + resumed.stderr  # zed failed, mallory disagrees
+    assert resumed.returncode == 1, resumed.stdout + resumed.stderr  # zed failed
     return {"root": root, "summary": json.loads(summary.read_text()), "done_before": done_before,
             "nbgrader": nbgrader_copy, "output": resumed.stdout + resumed.stderr, "left_behind": left_behind}
 
@@ -301,10 +301,15 @@ def test_a_broken_submission_is_recorded_with_its_reason_and_the_class_is_graded
 
 @pytest.mark.xdist_group("cli-grayscale")
 @pytest.mark.timeout(3600)
-def test_the_clean_rerun_reports_mallorys_redefined_check(graded):
-    disagree = {(s, nb, gid) for s, nb, gid, *_ in graded["summary"]["disagreements"]}
-    assert disagree == {("mallory", L0, f"rgb2grey_py_{t}")
-                        for t in ("tiny", "ragged_sizes", "tall_and_wide", "photo", "hidden_sizes")}
+def test_one_trusted_pass_judged_every_notebook_and_recorded_how(graded):
+    summary = graded["summary"]
+    assert summary["disagreements"] == [] and not summary["verify"]  # no second pass: the first one is trusted
+    assert summary["judged"] == {"trusted": 4 * len(summary["graded"])}
+    assert "(every test cell by nbgrader's own process)" in graded["output"]
+    for entry in ledger(graded["root"]):
+        if entry["status"] == "graded":
+            assert set(entry["judged"]) == {L0, "02_L1_run_kernel", "03_L2_blk_kernel", "04_L3_cuda"}
+            assert all(how.startswith("trusted: ") for how in entry["judged"].values())
 
 
 @pytest.mark.xdist_group("cli-grayscale")
@@ -370,7 +375,8 @@ def test_export_writes_grades_and_which_exercise_the_class_failed(graded):
     assert rows["alice"]["total"] == "26" and rows["carol"]["total"] == "0" and rows["zed"]["status"] == "failed"
     assert "not a Jupyter notebook" in rows["zed"]["note"] and "kernel stopped" in rows["dave"]["note"]
     tests = {r["test"]: r for r in csv.DictReader(open(root / "exports" / "grayscale-exercises.csv"))}
-    assert tests["rgb2grey_py_photo"]["passed"] == "3" and tests["rgb2grey_py_photo"]["graded"] == "5"
+    # alice and dave: mallory's redefined check does not count (the test cells are judged outside her kernel)
+    assert tests["rgb2grey_py_photo"]["passed"] == "2" and tests["rgb2grey_py_photo"]["graded"] == "5"
     # carol, dave and mallory left the released stub: one message for all three; bob's own mistake is another
     assert tests["rgb_to_grayscale_cuda_tiny"]["passed"] == "1" and tests["rgb_to_grayscale_cuda_tiny"]["students_with_it"] == "3"
     assert (root / "exports" / "grayscale-pass-rates.png").stat().st_size > 1000

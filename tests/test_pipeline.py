@@ -41,10 +41,13 @@ EXPECTED_PASSES = {
     "carol": set(),
     "dave": passed(L0, "tiny", "ragged_sizes", "tall_and_wide", "photo") | passed(L1, *PY_TESTS),
     "erin": passed(L0, *PY_TESTS),
-    "mallory": passed(L0, *PY_TESTS),  # in the notebook; course.verify finds out
-    # L0 patches torch (the notebook passes it, course.verify does not); L3's widened allow-list reaches no verdict
-    "trent": passed(L0, *PY_TESTS) | passed(L3, *(t for t in CUDA_TESTS if t != "integrity")),
+    # tests/tamper/grayscale/README.md: each attacks the grading in the notebook; L0's weights 0.3/0.6/0.1 deserve
+    # nothing, and that is what each gets (the test cells are judged outside the notebook's kernel)
+    "mallory": set(), "oscar": set(), "ivan": set(), "peggy": set(), "rex": set(),
+    # L3's widened allow-list reaches no verdict
+    "trent": passed(L3, *(t for t in CUDA_TESTS if t != "integrity")),
 }
+TAMPERED = ("mallory", "trent", "oscar", "ivan", "peggy", "rex")
 STUDENTS = sorted(EXPECTED_PASSES)
 PROVOKED = {("dave", L0)}  # the kernels that die on purpose (tests/tamper/grayscale/README.md)
 REPORT = Path(os.environ["COURSE_REPORT_DIR"]) if os.environ.get("COURSE_REPORT_DIR") else None
@@ -153,11 +156,36 @@ def test_writing_to_stderr_does_not_zero_a_right_answer(graded):
     assert outputs(graded, "erin", L0, "rgb2grey_py_photo").strip() == "rgb2grey_py: photo passed"
 
 
-def test_reverification_reports_a_redefined_check_and_a_patched_torch(graded):
-    rows = verify("grayscale", graded, students=["mallory", "trent", "alice"], notebooks=[L0], workers=2)
-    bad = disagreements(rows)
-    assert {(r[0], r[2]) for r in bad} == {(s, f"rgb2grey_py_{t}") for s in ("mallory", "trent") for t in PY_TESTS}
-    assert all("pixels are wrong" in r[5] for r in bad)
+def test_every_test_cell_was_judged_outside_the_kernel(graded):
+    for student in STUDENTS:
+        for path in (graded / "autograded" / student / "grayscale").glob("*.ipynb"):
+            judged = nbformat.read(path, as_version=4).metadata["course"]["judged"]
+            assert judged.startswith("trusted: ") and not judged.startswith("trusted: 0 "), (student, path.name)
+
+
+def test_no_attack_on_the_grading_changes_the_gradebook_the_feedback_or_the_export(graded, tmp_path):
+    course = shutil.copytree(graded, tmp_path / "course")
+    proc = nbgrader("generate_feedback", "grayscale", "--force", cwd=course)
+    assert proc.returncode == 0, proc.stderr
+    import csv
+    import subprocess
+    import sys
+    subprocess.run([sys.executable, "-m", "course", "export", "grayscale"], cwd=course, check=True, capture_output=True)
+    rows = {r["student"]: r for r in csv.DictReader(open(course / "exports" / "grayscale-grades.csv"))}
+    table = grades(f"sqlite:///{course / 'gradebook.db'}", "grayscale", course / "release")
+    for student in TAMPERED:
+        deserved = sum(row[student][1] for key, row in table.items() if key in EXPECTED_PASSES[student])
+        assert float(rows[student]["total"]) == deserved, student
+        assert float(rows[student][L0]) == 0, student
+        html = (course / "feedback" / student / "grayscale" / f"{L0}.html").read_text()
+        assert "pixels are wrong" in html, student
+        assert "looks fine" not in outputs(course, student, L0, "rgb2grey_py_photo"), student
+    assert not list(course.rglob("rex-was-here")) and not list(graded.rglob("rex-was-here"))
+
+
+def test_the_audit_of_a_trusted_gradebook_finds_nothing_to_correct(graded):
+    rows = verify("grayscale", graded, students=["mallory", "trent", "peggy", "alice"], notebooks=[L0], workers=2)
+    assert rows and not disagreements(rows)
 
 
 def test_a_widened_allow_list_changes_no_verdict_in_the_notebook_or_in_verify(graded):

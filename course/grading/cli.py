@@ -3,8 +3,8 @@
   doctor    is this machine ready to grade? (GPU, driver, nvcc, compute-sanitizer, torch, g++, a tiny kernel)
   release   release/ from source/ (all assignments or one); the C stubs must compile
   collect   submissions into submitted/: from nbgrader's exchange, or from an LMS download (a zip or a folder)
-  grade     autograde what was collected, several students at once, resumable; then re-verify
-  verify    the clean re-run of graded submissions again, listing any test that disagrees
+  grade     autograde what was collected, several students at once, resumable; every test judged outside the kernel
+  verify    an audit of any gradebook: the clean re-run of graded submissions, listing any test that disagrees
   merge     the shards of `grade --shard i/N` into the course's gradebook
   feedback  HTML feedback per student (hidden tests' code and seeds left out)
   export    grades as CSV, and which exercise the class failed, with which message (table and plot)
@@ -35,7 +35,7 @@ def _grade(args):
     shard = parse_shard(args.shard) if args.shard else None
     gpus = None if args.gpus is None else [g for g in args.gpus.split(",") if g]
     summary = grade(args.root, args.assignment, students=args.student, workers=args.workers, gpus=gpus,
-                    shard=shard, force=args.force, verify=not args.no_verify, db=args.db,
+                    shard=shard, force=args.force, verify=args.audit, db=args.db,
                     compile_first=not args.no_compile, timeout=args.timeout, warm=not args.cold_kernels)
     print(report(summary))
     if args.json:
@@ -103,14 +103,16 @@ def parser():
     c = command("grade", _grade, "Autogrades every collected submission through nbgrader, several students at once "
                 "(a pool of workers per GPU), with a progress bar; resumable: a student graded before is graded "
                 "again only when their submission, the tests or the grading code changed. A submission whose "
-                "grading breaks is recorded with the reason and grading goes on. Then each submission is re-run "
-                "in clean processes (course.verify).")
+                "grading breaks is recorded with the reason and grading goes on. Every test cell is judged by "
+                "nbgrader's own process, never by the student's kernel (course/grading/trusted.py): one trusted pass.")
     c.add_argument("--student", action="append", help="only this student (repeatable)")
     c.add_argument("--workers", type=int, help="students graded at once (default: one per core)")
     c.add_argument("--gpus", help="GPU indices to use, e.g. 0,1 (default: all nvidia-smi lists; '' for none)")
     c.add_argument("--shard", help="grade only shard i of N (i/N), into its own gradebook; `course merge` joins them")
     c.add_argument("--force", action="store_true", help="grade again students whose inputs did not change")
-    c.add_argument("--no-verify", action="store_true", help="skip the clean re-run (course.verify)")
+    c.add_argument("--audit", action="store_true", help="also re-run each submission in clean processes (course "
+                   "verify) and list any test whose verdict differs")
+    c.add_argument("--no-verify", action="store_true", help=argparse.SUPPRESS)  # the re-run is off by default now
     c.add_argument("--no-compile", action="store_true", help="do not compile the CUDA sources ahead")
     c.add_argument("--cold-kernels", action="store_true",
                    help="start each notebook's kernel as nbgrader does, not forked from a warm process")

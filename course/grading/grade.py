@@ -229,7 +229,7 @@ def prebuild(plan, processes=None, gpu=True):
     return time.perf_counter() - t, len(results), sum(1 for _, e in results if e)
 
 
-def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, force=False, verify=True,
+def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, force=False, verify=False,
           db=None, compile_first=True, timeout=STUDENT_TIMEOUT, quiet=False, warm=True):
     """Grades the changed submissions of an assignment; returns a summary (also written to the state folder as JSON)."""
     plan = make_plan(root, assignment, students, shard, force, db)
@@ -359,9 +359,13 @@ def _finish(plan, student, worker_db, result, summary):
         merge.merge_student(worker_db, plan.target, plan.assignment, student)
         score, top = result.get("scores") or (None, None)
         entry.update(status="graded", score=score, max_score=top, kernel_stopped=result.get("kernel_stopped", {}),
+                     judged=result.get("judged", {}),
                      disagreements=result.get("disagreements", []), verified=result.get("verified"),
                      timing=result.get("timing", {}), warnings=result.get("warnings", [])[:20])
         summary["graded"].append(student)
+        for how in result.get("judged", {}).values():
+            kind = how.split(":")[0]
+            summary.setdefault("judged", {})[kind] = summary.get("judged", {}).get(kind, 0) + 1
         summary["disagreements"] += result.get("disagreements", [])
         if result.get("kernel_stopped"):
             summary["kernel_stopped"][student] = result["kernel_stopped"]
@@ -385,6 +389,11 @@ def report(summary):
         lines.append(f"  one student takes {t['student_mean']:.0f} s: autograde {t['autograde_mean']:.0f} s"
                      + (f", clean re-run {t['verify_mean']:.0f} s" if "verify_mean" in t else "")
                      + (f"; compiling ahead took {t['compile']:.0f} s" if "compile" in t else ""))
+    judged = summary.get("judged", {})
+    if judged:
+        lines.append("  notebooks judged: " + ", ".join(f"{n} {kind}" + (" (every test cell by nbgrader's own process)"
+                                                                         if kind == "trusted" else "")
+                                                        for kind, n in sorted(judged.items())))
     for student, reason in sorted(summary["failed"].items()):
         lines.append(f"  FAILED {student}: {reason}")
     for student, notebooks in sorted(summary["kernel_stopped"].items()):

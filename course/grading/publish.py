@@ -5,6 +5,7 @@ from pathlib import Path
 
 from .compile import build_all, compile_jobs, job_key
 from .layout import CourseError, assignments, course_root, read_notebook, require_assignment, run_nbgrader
+from .trusted import unjudgeable
 
 
 def stub_jobs(root, assignment):
@@ -24,6 +25,13 @@ def release(root, assignment=None, check_stubs=True):
         require_assignment(root, assignment)
     if not todo:
         raise CourseError(f"{root / 'source'} holds no assignments")
+    for a in todo:  # every test cell must be one the judge can run (course/grading/trusted.py), before anything
+        problems = [f"{a}/{p.stem} cell {gid}: {why}" for p in sorted((root / "source" / a).glob("*.ipynb"))
+                    for gid, why in unjudgeable(read_notebook(p))]
+        if problems:
+            raise CourseError("these test cells cannot be judged outside the student's kernel, so they cannot be "
+                              "graded:\n  " + "\n  ".join(problems) + "\nA test cell is a docstring and one call "
+                              "check_...(name, literal, ...) of a check that course exports.")
     failed = 0
     for a in todo:
         t = time.perf_counter()

@@ -10,7 +10,6 @@ comes back, a CUDA source comes back as text and is compiled and run by the judg
 processes. Any test whose verdict differs from the autograded notebook's is reported.
 """
 import argparse
-import ast
 import json
 import multiprocessing
 import os
@@ -21,18 +20,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
-from nbgrader.utils import determine_grade, is_grade, is_solution
+from nbgrader.utils import determine_grade, is_solution
+
+from .trusted import Answers, answer, decode, encode, is_test, judge_cell
 
 NOTEBOOK_TIMEOUT = 1800  # seconds for one notebook's re-run: compiles and checks included
 
 
 def _meta(cell):
     return cell.metadata.get("nbgrader", {})
-
-
-def is_test(cell):
-    """True for an autograded test cell (graded, not a solution)."""
-    return cell.cell_type == "code" and is_grade(cell) and not is_solution(cell)
 
 
 def merged(source_nb, submitted_nb):
@@ -67,38 +63,26 @@ def _worker(conn, cwd):
     shell = InteractiveShell.instance()
     while True:
         try:
-            what, arg = conn.recv()
+            what, arg = conn.recv()  # from the judge
         except EOFError:
             return
-        try:
-            if what == "run":
+        if what == "run":
+            try:
                 result = shell.run_cell(arg, store_history=False)
                 error = result.error_in_exec or result.error_before_exec
-                reply = None if error is None else f"{type(error).__name__}: {error}"
-            elif what == "value":
-                reply = shell.user_ns[arg]
-            elif what == "cuda_src":  # the name a CUDA check was given: a source, or the module built from cuda_src
-                value = shell.user_ns.get(arg)
-                reply = value if isinstance(value, str) else shell.user_ns.get("cuda_src")
-            else:  # "call": the student's function on the judge's inputs, its output pre-filled as in the notebook
-                from course import ladder
-                from course.harness.python import prefilled
-                name, args, order = arg
-                ladder.thread_order.update(order)  # the judge asks for the order a block's threads run in
-                used = dict(ladder.shared_use)
-                with prefilled():
-                    value = shell.user_ns[name](*args)
-                used = {key: ladder.shared_use[key] - used[key] for key in used}
-                reply = ("returned", value, args, used)
-        except BaseException as e:  # noqa: B902 (the student's code raised: tell the judge what)
-            reply = ("raised", e) if what == "call" else e
+                reply = ("value", None if error is None else f"{type(error).__name__}: {error}")
+            except BaseException as e:  # noqa: B902
+                reply = ("raised", type(e).__name__, str(e))
+        else:
+            reply = answer(shell.user_ns, what, arg)
         try:
-            conn.send(reply)
+            data = encode(reply)
         except Exception as e:  # an answer that cannot be sent back
-            conn.send(("raised", TypeError(f"the result could not be sent back for checking: {e}")))
+            data = encode(("raised", "TypeError", f"the result could not be sent back for checking: {e}"))
+        conn.send_bytes(data)
 
 
-class Worker:
+class Worker(Answers):
     """The judge's handle on the worker process; after the worker dies or hangs, every request fails saying so."""
 
     def __init__(self, cwd):
@@ -110,12 +94,12 @@ class Worker:
         self.stopped = None
 
     def ask(self, what, arg):
-        """Sends a request and waits for its answer."""
+        """Sends a request and waits for its answer (read as weights-only data: nothing of the student's runs here)."""
         if self.stopped:
             raise RuntimeError(f"the notebook's process had stopped earlier ({self.stopped}): nothing left to check")
         try:
             self.conn.send((what, arg))
-            return self.conn.recv()
+            return decode(self.conn.recv_bytes())
         except EOFError:
             self.stopped = f"it ended during a {what} (exit code {self.proc.exitcode})"
         except BaseException:  # the judge's time limit, or an interrupt: the worker is stuck; stop it
@@ -126,62 +110,12 @@ class Worker:
         self.stopped = f"it ended during a {what} (exit code {self.proc.exitcode})"
         raise RuntimeError(f"the notebook's process stopped: {self.stopped}")
 
-    def function(self, name):
-        """A stand-in for the student's function `name` that calls it in the worker."""
-        worker = self
-
-        def call(*args):
-            from course import ladder
-            reply = worker.ask("call", (name, args, dict(ladder.thread_order)))
-            if reply[0] == "raised":
-                raise reply[1]
-            _, value, after, used = reply
-            for mine, theirs in zip(args, after):  # an input the function changed, changed here too
-                if hasattr(mine, "copy_") and hasattr(theirs, "shape") and mine.shape == theirs.shape:
-                    mine.copy_(theirs)
-            for key, more in used.items():  # what the kernel did with shared memory, for the tiled checks
-                ladder.shared_use[key] += more
-            return value
-        call.__name__ = name
-        return call
-
     def close(self):
         """Ends the worker."""
         self.conn.close()
         self.proc.join(10)
         if self.proc.is_alive():
             self.proc.kill()
-
-
-def _check_call(source):
-    """The one check call of a test cell: (check name, first argument's name, other arguments, keyword arguments)."""
-    calls = [node.value for node in ast.parse(source).body
-             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)]
-    if len(calls) != 1 or not isinstance(calls[0].func, ast.Name) or not calls[0].args \
-            or not isinstance(calls[0].args[0], ast.Name):
-        raise ValueError("a test cell must hold one call check_...(name, ...) to be re-checked")
-    call = calls[0]
-    return (call.func.id, call.args[0].id, [ast.literal_eval(a) for a in call.args[1:]],
-            {k.arg: ast.literal_eval(k.value) for k in call.keywords})
-
-
-def judge_cell(worker, source):
-    """Runs a test cell's check here, from the installed package, on the student's answer taken from the worker."""
-    import course
-    check_name, target, args, kwargs = _check_call(source)
-    check = getattr(course, check_name)  # the installed check, never the notebook's
-    kind = getattr(check, "answer_kind", None)
-    if kind == "python":
-        answer = worker.function(target)
-    elif kind == "cuda":
-        answer = worker.ask("cuda_src", target)
-        if not isinstance(answer, str):
-            raise AssertionError("the notebook holds no cuda_src to check")
-    elif kind == "value":
-        answer = worker.ask("value", target)
-    else:
-        raise ValueError(f"{check_name} cannot be re-checked: it does not say what it judges")
-    check(answer, *args, **kwargs)
 
 
 def _run_child(nb_path, result_path):
@@ -200,8 +134,8 @@ def _run_child(nb_path, result_path):
             if not is_test(cell):
                 if not worker.stopped:
                     try:
-                        worker.ask("run", cell.source)
-                    except RuntimeError:
+                        worker.value("run", cell.source)
+                    except Exception:  # the worker gone: every later test fails, saying so
                         pass
                 continue
             try:

@@ -1,4 +1,5 @@
-"""One student's grading, in a process of its own: nbgrader's autograde into the worker's gradebook, then the clean re-run.
+"""One student's grading, in a process of its own: nbgrader's autograde into the worker's gradebook (test cells judged
+outside the kernel, course/grading/trusted.py), and with --verify the clean re-run as an audit.
 
 `course grade` starts one per student (several at once) with the GPU it may use in CUDA_VISIBLE_DEVICES,
 and merges the gradebook it wrote into the course's. What it found is written as JSON to --result.
@@ -140,6 +141,14 @@ def scores(db_url, assignment, student):
         return sub.score, sub.max_score
 
 
+def judged(root, assignment, student):
+    """{notebook: how its test cells were judged} for the student's autograded notebooks (TrustedExecute's record;
+    "in the kernel" for a notebook graded by an execute step that runs the test cells there)."""
+    import nbformat
+    return {p.stem: nbformat.read(p, as_version=4).metadata.get("course", {}).get("judged", "in the kernel")
+            for p in sorted((Path(root) / "autograded" / student / assignment).glob("*.ipynb"))}
+
+
 def kernels_stopped(root, assignment, student):
     """{notebook: why its kernel stopped} for the student's autograded notebooks (SafeExecute's record)."""
     import nbformat
@@ -192,6 +201,7 @@ def main(argv=None):
         else:
             result["scores"] = scores(args.db, args.assignment, args.student)
             result["kernel_stopped"] = kernels_stopped(args.root, args.assignment, args.student)
+            result["judged"] = judged(args.root, args.assignment, args.student)
             if args.verify:
                 t = time.perf_counter()
                 rows = verify_student(args.root, args.assignment, args.student, load_secret(args.root))

@@ -28,7 +28,7 @@ from . import integrity
 from .child import Job
 from .evidence import guard_hint
 from .origin import cuda_facts, with_facts
-from .exercise import Case, Exercise, WrongElements, fill_byte, order_hint, same, unwritten, with_hint
+from .exercise import Case, Exercise, at_element, element_of, fill_byte, order_hint, same, unwritten, with_hint
 
 TIMEOUT = 60  # seconds for one check's child process: the largest case takes well under 1 s to run
 BUILD_TIMEOUT = 1800  # seconds for building a check's cuda_src: a cold CPU-mode build takes about a minute
@@ -208,7 +208,7 @@ def run_and_judge(job, timeout=None):
         outcome = json.loads(decided.read_text())
     if not outcome["passed"]:
         if outcome.get("element") is not None:
-            raise WrongElements(outcome["message"], outcome["element"], outcome.get("case", 0))
+            raise at_element(outcome["message"], outcome["element"], outcome.get("case", 0))
         raise AssertionError(outcome["message"])
 
 
@@ -364,8 +364,9 @@ def verdict(job, result):
         try:
             exercise.judge(run.value, Case(where, args, words={"lang": "cuda"}), func,
                            None if fresh else unwritten(run.value))
-        except WrongElements as e:
-            e.case = k
+        except AssertionError as e:
+            if element_of(e) is not None:
+                e.case = k
             raise
 
 
@@ -410,7 +411,7 @@ def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
         except AssertionError as e:
             if mode == "run" and cpu and "race" in exercise.hints and _order_matters(job):
                 raise with_hint(e, order_hint(exercise)) from None
-            if mode == "run" and isinstance(e, WrongElements):
+            if mode == "run" and element_of(e) is not None:
                 raise with_facts(e, cuda_facts(job, e.element, e.case)) from None
             raise
     except OutOfBounds as e:

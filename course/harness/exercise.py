@@ -58,18 +58,22 @@ def same(a, b):
     return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)) if a.numel() else True
 
 
-class WrongElements(AssertionError):
-    """A judge's verdict on wrong output elements; element is the first one's flat index (harness/origin.py says where
-    it comes from), case which input of the check it was."""
+def at_element(message, element, case=0):
+    """A verdict on wrong output elements: an AssertionError (what a student reads it as) whose element is the first
+    wrong one's flat index (harness/origin.py says where it comes from) and case which input of the check it was."""
+    error = AssertionError(message)
+    error.element, error.case = element, case
+    return error
 
-    def __init__(self, message, element=None, case=0):
-        super().__init__(message)
-        self.element, self.case = element, case
+
+def element_of(error):
+    """The first wrong element a verdict names (at_element), or None."""
+    return getattr(error, "element", None)
 
 
 def wrong_elements(message, bad):
-    """The verdict for the wrong elements where bad holds True: a WrongElements naming the first one."""
-    return WrongElements(message, int(bad.reshape(-1).nonzero()[0]))
+    """The verdict for the wrong elements where bad holds True, naming the first one."""
+    return at_element(message, int(bad.reshape(-1).nonzero()[0]))
 
 
 def first(mask, names=("row", "col")):
@@ -95,8 +99,8 @@ def with_hint(error, hint):
     """error's message with its hint replaced by hint (a message's hint is its last line that starts "Hint: ")."""
     text = str(error)
     head = text.rsplit("\nHint: ", 1)[0] if "\nHint: " in text else text
-    if isinstance(error, WrongElements):
-        return WrongElements(f"{head}\nHint: {hint}", error.element, error.case)
+    if element_of(error) is not None:
+        return at_element(f"{head}\nHint: {hint}", error.element, error.case)
     return AssertionError(f"{head}\nHint: {hint}")
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from .exercise import WrongElements, unwritten, with_hint
+from .exercise import at_element, unwritten, with_hint
 
 OTHER_FILL = 0x5C  # the second run's fill byte: an element that holds each run's fill was written by no thread
 SHOWN = 6          # elements a lone thread wrote, listed
@@ -46,7 +46,7 @@ def with_facts(error, lines):
     text = str(error) if proven is None else str(with_hint(error, proven))
     head, hint = text.rsplit("\nHint: ", 1) if "\nHint: " in text else (text, None)
     body = head + "".join(f"\n  {line}" for line in lines) + (f"\nHint: {hint}" if hint is not None else "")
-    return WrongElements(body, getattr(error, "element", None), getattr(error, "case", 0))
+    return at_element(body, getattr(error, "element", None), getattr(error, "case", 0))
 
 
 MEMORY_BEFORE = "a thread wrote it, but what it wrote changed with what the memory held before"

@@ -8,7 +8,7 @@ import threading
 import torch
 
 from .evidence import python_words, runner_hint, timeout_hint
-from .exercise import WrongElements, fill_byte, unwritten, with_hint
+from .exercise import element_of, fill_byte, unwritten, with_hint
 from .origin import python_facts, with_facts
 
 PYTHON_TIMEOUT = 60  # seconds: the slowest right answer takes a few seconds on the largest Python case
@@ -77,7 +77,7 @@ def call_quietly(fn, args, what, where, seconds=None, hang_hint=None):
             return fn(*args)
     except _TimedOut as e:
         try:
-            why = hang_hint or timeout_hint(e.__traceback__, ran, seconds)
+            why = hang_hint or getattr(e, "hint", None) or timeout_hint(e.__traceback__, ran, seconds)
         except Exception:  # reading the evidence must never hide the verdict
             why = None
         why = why or ("a loop that never ends, or a kernel that loops over every element itself although "
@@ -115,7 +115,7 @@ def check_python(exercise, fn, case, seed=None, hang_hint=None):
                 seen = (runner_hint(ran, exercise.out_numel(c), bool(never.all()), never)
                         if never is not None and "never written" in str(e) else None)
                 e = with_hint(e, seen) if seen else e
-                if isinstance(e, WrongElements):
+                if element_of(e) is not None:
                     try:
                         e = with_facts(e, python_facts(yours, e.element))
                     except Exception:  # reading the evidence must never hide the verdict

@@ -1,0 +1,346 @@
+"""The one trusted grading pass: inside nbgrader's autograde, every test cell's verdict comes from the judge.
+
+The notebook's kernel (the worker) runs the student's cells and the cells that set things up, as nbgrader always
+did. A test cell does not run there: the judge, which is nbgrader's own process, where no student code runs,
+parses the cell's one check call and runs the installed check, asking the kernel only for the student's answer
+(a Python function is called there on the judge's inputs, a CUDA source comes back as text and is built and run
+by the judge's own child processes, a value comes back as it is). Answers travel as PyTorch's weights-only
+format, which holds tensors, numbers, strings and containers and can run no code when read. The verdict becomes
+the cell's outputs: what the check printed, or an error with its message. So nbgrader's scores, its feedback and
+`course export` all read a verdict no student code could change.
+
+A failed Python check's message is the one the student would read in the notebook: the judge asks the kernel
+to run the test cell as written, and keeps that message when it fails too (its hints read the student's kernel
+and what the runners did, which only the kernel holds); a kernel that passes what the judge failed gets the
+judge's message.
+"""
+import ast
+import builtins
+import contextlib
+import io
+import queue
+import tempfile
+import threading
+from pathlib import Path
+
+from nbformat.notebooknode import NotebookNode
+from nbgrader.utils import is_grade, is_solution
+
+from .autograde import SafeExecute, _error
+
+OPAQUE = "__course_opaque__"  # what stands for a value that cannot travel: the name of its type
+
+
+def is_test(cell):
+    """True for an autograded test cell (graded, not a solution)."""
+    return cell.cell_type == "code" and is_grade(cell) and not is_solution(cell)
+
+
+def check_call(source):
+    """The one check call of a test cell: (check name, first argument's name, other arguments, keyword arguments).
+
+    Raises ValueError saying why a cell is not one call check_...(name, literal, ...)."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError as e:
+        raise ValueError(f"it is not valid Python ({e.msg}, line {e.lineno})") from None
+    calls = [node.value for node in body if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)]
+    others = [node for node in body if not (isinstance(node, ast.Expr) and isinstance(node.value, (ast.Call, ast.Constant)))
+              and not isinstance(node, ast.Pass)]
+    if len(calls) != 1 or others:
+        raise ValueError(f"a test cell holds exactly one call check_...(name, ...) (and a docstring); this one has "
+                         f"{len(calls)} call(s) and {len(others)} other statement(s)")
+    call = calls[0]
+    if not isinstance(call.func, ast.Name) or not call.args or not isinstance(call.args[0], ast.Name):
+        raise ValueError("its call must be check_...(name, ...): a check of the course called on a name")
+    try:
+        args = [ast.literal_eval(a) for a in call.args[1:]]
+        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    except ValueError:
+        raise ValueError("the check's other arguments must be literals (a case name, a seed)") from None
+    return call.func.id, call.args[0].id, args, kwargs
+
+
+def the_check(name):
+    """The installed check a test cell names, and what it judges ("python", "cuda", "value"); ValueError if none."""
+    import course
+    check = getattr(course, name, None)
+    kind = getattr(check, "answer_kind", None)
+    if check is None:
+        raise ValueError(f"`{name}` is not a check the course exports")
+    if kind is None:
+        raise ValueError(f"`{name}` does not say what it judges (course.harness.exercise.judges)")
+    return check, kind
+
+
+def unjudgeable(nb):
+    """[(grade_id, why)] of a notebook's test cells that the judge cannot run as one check call."""
+    out = []
+    for cell in nb.cells:
+        if is_test(cell):
+            try:
+                the_check(check_call(cell.source)[0])
+            except ValueError as e:
+                out.append((cell.metadata["nbgrader"].get("grade_id", "?"), str(e)))
+    return out
+
+
+# ---- what travels between the worker and the judge ----------------------------------------------------------------
+
+def _sendable(value):
+    import torch
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().clone()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_sendable(v) for v in value) if type(value) in (tuple, list) else tuple(map(_sendable, value))
+    if isinstance(value, dict):
+        return {str(k): _sendable(v) for k, v in value.items()}
+    if value is None or isinstance(value, (bool, int, float, str, complex)):
+        return value
+    return {OPAQUE: type(value).__name__}
+
+
+def encode(reply):
+    """A reply as bytes in PyTorch's format, every value one that the weights-only reader accepts."""
+    import torch
+    buf = io.BytesIO()
+    torch.save(_sendable(reply), buf)
+    return buf.getvalue()
+
+
+def _rebuilt(value):
+    if isinstance(value, dict) and set(value) == {OPAQUE}:
+        return type(str(value[OPAQUE]), (), {"__repr__": lambda self: f"<{type(self).__name__}>"})()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_rebuilt(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _rebuilt(v) for k, v in value.items()}
+    return value
+
+
+def decode(data):
+    """A reply from the worker, read with PyTorch's weights-only reader: no code of the student's runs here."""
+    import torch
+    return _rebuilt(torch.load(io.BytesIO(data), weights_only=True))
+
+
+def answer(ns, what, arg):
+    """The worker's side of one request of the judge, on the notebook's names ns: ("value", v), ("returned", output,
+    inputs after, shared memory use), ("timeout", hint) or ("raised", type name, message)."""
+    from course import ladder
+    from course.harness import python
+    try:
+        if what == "value":
+            return ("value", ns[arg])
+        if what == "cuda_src":  # the name a CUDA check was given: a source, or the module built from cuda_src
+            value = ns.get(arg)
+            return ("value", value if isinstance(value, str) else ns.get("cuda_src"))
+        name, args, order = arg
+        ladder.thread_order.update(order)  # the judge asks for the order a block's threads run in
+        used = dict(ladder.shared_use)
+        ran = python._clear_ran()
+        try:
+            with python.time_limit(python.PYTHON_TIMEOUT), python.prefilled(), \
+                    contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                value = ns[name](*args)
+        except python._TimedOut as e:
+            from course.harness.evidence import timeout_hint
+            return ("timeout", timeout_hint(e.__traceback__, ran, python.PYTHON_TIMEOUT))
+        return ("returned", value, args, {key: ladder.shared_use[key] - used[key] for key in used})
+    except BaseException as e:  # noqa: B902 (the student's code raised: tell the judge what)
+        return ("raised", type(e).__name__, str(e))
+
+
+def serve(request, reply):
+    """Run in the notebook's kernel by the judge: answers the request in one file, the reply in another."""
+    import torch
+    from IPython import get_ipython
+    what, arg = torch.load(request, weights_only=False)  # written by the judge
+    Path(reply).write_bytes(encode(answer(get_ipython().user_ns, what, arg)))
+
+
+class Answers:
+    """The judge's view of the student's names; ask(what, arg) gets one reply (subclasses say from where)."""
+
+    def ask(self, what, arg):
+        raise NotImplementedError
+
+    def value(self, what, arg):
+        """The value a "value" or "cuda_src" request returns; what the student's code raised, raised here."""
+        reply = self.ask(what, arg)
+        if reply[0] == "raised":
+            raise _raised(reply)
+        return reply[1]
+
+    def function(self, name):
+        """A stand-in for the student's function `name` that calls it in the worker."""
+        worker = self
+
+        def call(*args):
+            from course import ladder
+            from course.harness.python import _TimedOut
+            reply = worker.ask("call", (name, args, dict(ladder.thread_order)))
+            if reply[0] == "raised":
+                raise _raised(reply)
+            if reply[0] == "timeout":
+                stop = _TimedOut()
+                stop.hint = reply[1]
+                raise stop
+            _, value, after, used = reply
+            for mine, theirs in zip(args, after):  # an input the function changed, changed here too
+                if hasattr(mine, "copy_") and hasattr(theirs, "shape") and mine.shape == theirs.shape:
+                    mine.copy_(theirs)
+            for key, more in used.items():  # what the kernel did with shared memory, for the tiled checks
+                from course import ladder
+                ladder.shared_use[key] += more
+            return value
+        call.__name__ = name
+        return call
+
+
+def _raised(reply):
+    """An exception like the one the student's code raised (its type's name and message; nothing of theirs runs)."""
+    _, name, message = reply
+    builtin = getattr(builtins, str(name), None)
+    if isinstance(builtin, type) and issubclass(builtin, Exception):  # IndexError stays IndexError: checks ask
+        try:
+            return builtin(message)
+        except Exception:  # a builtin that takes other arguments (UnicodeDecodeError): its name is enough
+            pass
+    return type(str(name), (Exception,), {})(message)
+
+
+def judge_cell(answers, source):
+    """Runs a test cell's check here, from the installed package, on the student's answer got through answers."""
+    check_name, target, args, kwargs = check_call(source)
+    check, kind = the_check(check_name)  # the installed check, never the notebook's
+    if kind == "python":
+        answer_ = answers.function(target)
+    elif kind == "cuda":
+        answer_ = answers.value("cuda_src", target)
+        if not isinstance(answer_, str):
+            raise AssertionError("the notebook holds no cuda_src to check")
+    else:
+        answer_ = answers.value("value", target)
+    check(answer_, *args, **kwargs)
+    return kind
+
+
+# ---- inside nbgrader: the execute step ------------------------------------------------------------------------
+
+class _Stopped(Exception):
+    """The notebook's kernel died or stopped answering while the judge asked it something."""
+
+
+class _KernelAnswers(Answers):
+    """Answers from the notebook's kernel: each request is handed to the thread that drives the kernel."""
+
+    def __init__(self, requests, replies):
+        self.requests, self.replies = requests, replies
+
+    def ask(self, what, arg):
+        self.requests.put((what, arg))
+        ok, reply = self.replies.get()
+        if not ok:
+            raise reply
+        return reply
+
+
+class TrustedExecute(SafeExecute):
+    """SafeExecute whose test cells are judged by the judge (this process), never run by the student's kernel."""
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._judged = 0
+        nb, resources = super().preprocess(nb, resources, km)
+        nb.metadata.setdefault("course", {})["judged"] = f"trusted: {self._judged} test cells judged outside the kernel"
+        return nb, resources
+
+    def preprocess_cell(self, cell, resources, index):
+        if not is_test(cell) or self._stopped:
+            return super().preprocess_cell(cell, resources, index)
+        kind, error, printed = self._judge(cell, index)
+        self._judged += 1
+        if self._stopped:
+            cell.outputs = [_error("KernelStopped", f"{self._stopped}. This cell and every later one earn no points; "
+                                   "a crash in your own code (e.g. a segfault in C++ called here) or a hang stops "
+                                   "the kernel.")]
+        elif error is None:
+            cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=printed)] if printed else []
+        else:
+            cell.outputs = self._message(cell, resources, index, kind, error, printed)
+        cell.execution_count = index + 1
+        self._ran_all = index == self._last
+        self.nb.cells[index] = cell  # nbclient puts each cell it executes there: the kernel's requests were too
+        return cell, resources
+
+    def _message(self, cell, resources, index, kind, error, printed):
+        """The failed cell's outputs: the notebook's own message for a Python check that fails there too, else the judge's."""
+        judged = ([NotebookNode(output_type="stream", name="stdout", text=printed)] if printed else []) + [
+            _error(type(error).__name__, str(error))]
+        if kind != "python":
+            return judged
+        shown = NotebookNode(cell)
+        shown.outputs = []
+        shown, _ = super().preprocess_cell(shown, resources, index)
+        if self._stopped:  # the verdict stands; the cells after this one get none (SafeExecute)
+            return judged
+        return shown.outputs if any(o.output_type == "error" for o in shown.outputs) else judged
+
+    def _judge(self, cell, index):
+        """(kind, the check's error or None, what it printed): judge_cell in a thread of this process, while this
+        thread runs each request in the kernel."""
+        requests, replies, done = queue.Queue(), queue.Queue(), {}
+
+        def judge():
+            printed = io.StringIO()
+            try:
+                with contextlib.redirect_stdout(printed):
+                    done["kind"] = judge_cell(_KernelAnswers(requests, replies), cell.source)
+            except BaseException as e:  # noqa: B902 (the verdict: a failed check, or the kernel gone)
+                done["error"] = e
+            done["printed"] = printed.getvalue()
+            requests.put(None)
+
+        thread = threading.Thread(target=judge, name="course-judge", daemon=True)
+        thread.start()
+        while (request := requests.get()) is not None:
+            try:
+                replies.put((True, self._ask_kernel(request, index)))
+            except BaseException as e:  # noqa: B902
+                replies.put((False, e))
+        thread.join()
+        error = done.get("error")
+        if isinstance(error, _Stopped):
+            error = None if self._stopped else error
+        kind = done.get("kind")
+        if kind is None and error is not None:
+            try:
+                kind = the_check(check_call(cell.source)[0])[1]
+            except ValueError:
+                kind = None
+        return kind, error, done.get("printed", "")
+
+    def _ask_kernel(self, request, index):
+        import torch
+        if self._stopped:
+            raise _Stopped(self._stopped)
+        with tempfile.TemporaryDirectory(prefix="course-judge-") as tmp:
+            asked, answered = Path(tmp) / "request.pt", Path(tmp) / "reply.pt"
+            torch.save(request, asked)
+            hidden = NotebookNode(cell_type="code", metadata={}, outputs=[], source=(
+                f"__import__('course.grading.trusted', fromlist=['serve']).serve({str(asked)!r}, {str(answered)!r})"))
+            try:
+                self.execute_cell(hidden, index, store_history=False)
+            except Exception as e:
+                self._stopped = (f"the notebook's kernel stopped in cell {index} "
+                                 f"({type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''})")
+                self.log.warning("%s; the rest of this notebook gets no points", self._stopped)
+                raise _Stopped(self._stopped) from None
+            if any(o.get("ename") == "CellTimeoutError" for o in hidden.outputs):
+                self._stopped = (f"cell {index} ran past its limit of {self.timeout_func(hidden)} s and was stopped "
+                                 "(a loop that never ends?)")
+                raise _Stopped(self._stopped)
+            if not answered.exists():
+                why = next((f"{o.ename}: {o.evalue}" for o in hidden.outputs if o.output_type == "error"), "no reply")
+                raise RuntimeError(f"the notebook's kernel could not answer the check ({why})")
+            return decode(answered.read_bytes())

@@ -1,0 +1,102 @@
+"""The one trusted grading pass (course/grading/trusted.py): test cells judged by nbgrader's process, not the kernel.
+
+The pipeline tests (tests/test_pipeline.py) grade the tamper students end to end; these pin the pieces: what a
+judge accepts as a test cell, what an answer may carry back, and a notebook whose kernel fights its judge.
+"""
+import os
+import pickle
+
+import nbformat
+import pytest
+import torch
+from nbformat.v4 import new_code_cell, new_notebook
+
+from course.grading.trusted import OPAQUE, TrustedExecute, check_call, decode, encode, unjudgeable
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.mark.parametrize("source, why", [
+    ("check_rgb2grey(rgb2grey_py)\ncheck_rgb2grey(rgb2grey_py, 'tiny')", r"2 call\(s\)"),
+    ("x = 1\ncheck_rgb2grey(rgb2grey_py)", "1 other statement"),
+    ("check_rgb2grey(make())", "called on a name"),
+    ("check_rgb2grey(f, size)", "must be literals"),
+    ("check_rgb2grey(f", "not valid Python"),
+])
+def test_a_test_cell_the_judge_cannot_run_is_refused_with_the_reason(source, why):
+    with pytest.raises(ValueError, match=why):
+        check_call(source)
+
+
+def test_release_names_each_unjudgeable_test_cell():
+    def cell(source, gid):
+        return new_code_cell(source, metadata={"nbgrader": {"grade": True, "solution": False, "grade_id": gid,
+                                                            "points": 1, "locked": True}})
+    nb = new_notebook(cells=[cell('"""ok"""\ncheck_rgb2grey(rgb2grey_py, "tiny")', "fine"),
+                             cell("assert rgb2grey_py(x) is not None", "bare_assert"),
+                             cell("check_everything(rgb2grey_py)", "unknown")])
+    found = dict(unjudgeable(nb))
+    assert set(found) == {"bare_assert", "unknown"}
+    assert "exactly one call" in found["bare_assert"] and "not a check the course exports" in found["unknown"]
+
+
+def test_an_answer_travels_as_data_and_an_object_as_its_type_name():
+    value = (torch.arange(6).view(2, 3), [1, 2.5, "x", None], {"k": torch.ones(2)}, object())
+    back = decode(encode(("returned", value, (), {})))
+    assert torch.equal(back[1][0], value[0]) and back[1][1] == [1, 2.5, "x", None]
+    assert type(back[1][3]).__name__ == "object" and not isinstance(back[1][3], dict)
+    assert OPAQUE not in repr(back)
+
+
+def test_a_reply_that_would_run_code_when_read_is_refused_and_runs_nothing(tmp_path):
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {tmp_path / 'ran'}",))
+    import io
+    buf = io.BytesIO()
+    torch.save(("returned", Payload(), (), {}), buf)
+    with pytest.raises(pickle.UnpicklingError):
+        decode(buf.getvalue())
+    assert not (tmp_path / "ran").exists()
+
+
+def _graded_notebook(*cells):
+    def test(source, gid):
+        return new_code_cell(source, metadata={"nbgrader": {"grade": True, "solution": False, "grade_id": gid,
+                                                            "points": 1, "locked": True}})
+    return new_notebook(cells=[new_code_cell(c) if isinstance(c, str) else test(*c) for c in cells],
+                        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+
+
+GREY = ("import torch\n"
+        "def rgb2grey_py(x):\n"
+        "    return (0.2989*x[0] + 0.5870*x[1] + 0.1140*x[2]).to(torch.uint8)\n")
+
+
+def run(nb, tmp_path):
+    return TrustedExecute().preprocess(nb, {"metadata": {"path": str(tmp_path)}})[0]
+
+
+def test_a_right_answer_passes_and_a_redefined_check_in_the_kernel_changes_nothing(tmp_path):
+    nb = run(_graded_notebook(GREY, ('check_rgb2grey(rgb2grey_py, "tiny")', "right")), tmp_path)
+    assert nb.cells[1].outputs == [{"output_type": "stream", "name": "stdout", "text": "rgb2grey_py: tiny passed\n"}]
+    wrong = GREY.replace("0.2989", "0.3") + "def check_rgb2grey(*args, **kwargs):\n    print('looks fine')\n"
+    nb = run(_graded_notebook(wrong, ('check_rgb2grey(rgb2grey_py, "ragged")', "tampered")), tmp_path)
+    assert [o["output_type"] for o in nb.cells[1].outputs] == ["error"]
+    assert "pixels are wrong" in nb.cells[1].outputs[0]["evalue"]
+    assert nb.metadata["course"]["judged"] == "trusted: 1 test cells judged outside the kernel"
+
+
+def test_a_kernel_that_dies_while_the_judge_asks_fails_that_cell_and_the_later_ones(tmp_path):
+    dies = "import os\ndef rgb2grey_py(x):\n    os.kill(os.getpid(), 9)\n"
+    nb = run(_graded_notebook(dies, ('check_rgb2grey(rgb2grey_py, "tiny")', "dies"), "print('after')"), tmp_path)
+    assert nb.cells[1].outputs[-1]["ename"] == "KernelStopped"
+    assert nb.cells[2].outputs[0]["ename"] == "NotRun"
+    assert "kernel stopped in cell 1" in nb.metadata["course"]["kernel_stopped"]
+
+
+def test_a_builtin_exception_the_students_code_raised_comes_back_as_that_exception():
+    from course.grading.trusted import _raised
+    assert type(_raised(("raised", "IndexError", "index 7 is out of range"))) is IndexError
+    odd = _raised(("raised", "MyError", "boom"))
+    assert type(odd).__name__ == "MyError" and str(odd) == "boom"
