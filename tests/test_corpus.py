@@ -26,7 +26,7 @@ import pytest
 import torch
 
 from course.device import cpu_mode
-from course.grading.verify import is_test
+from course.grading.seeds import is_test_cell
 from course.harness import cuda as harness_cuda
 from course.harness import python as harness_python
 
@@ -63,7 +63,7 @@ def notebook_cells(topic, exercise, answer):
         if cell.cell_type != "code" or "demo" in tags or "gpu" in tags:
             continue
         code = re.sub(r"^%%?time +", "", cell.source, flags=re.M)  # %time is IPython's; the rest is Python
-        if is_test(cell):
+        if is_test_cell(cell):
             if meta["grade_id"].startswith(prefix):
                 out.append((meta["grade_id"][len(prefix):], code))
         else:

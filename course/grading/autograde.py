@@ -52,20 +52,36 @@ class SafeExecute(Execute):
         try:
             cell, resources = super().preprocess_cell(cell, resources, index)
             self._ran_all = index == self._last
-            if any(o.get("ename") == "CellTimeoutError" for o in cell.outputs):
-                # An interrupt does not stop a kernel stuck in C or on the GPU: stop here, not at each cell.
-                self._stopped = (f"cell {index} ran past its limit of {cell_timeout(cell)} s and was "
-                                 "stopped (a loop that never ends?)")
-                self.log.warning("%s; the rest of this notebook gets no points", self._stopped)
+            self._stop_if_timed_out(cell, index)
             return cell, resources
         except Exception as e:
-            self._stopped = (f"the notebook's kernel stopped in cell {index} "
-                             f"({type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''})")
-            self.log.warning("%s; the rest of this notebook gets no points", self._stopped)
-            cell.outputs.append(_error("KernelStopped", f"{self._stopped}. This cell and every later one "
-                                       "earn no points; a crash in your own code (e.g. a segfault in C++ "
-                                       "called here) or a hang stops the kernel."))
+            self._stop_as_died(e, index)
+            cell.outputs.append(self._stopped_output())
             return cell, resources
+
+    def _stop(self, why):
+        self._stopped = why
+        self.log.warning("%s; the rest of this notebook gets no points", why)
+
+    def _stop_if_timed_out(self, cell, index):
+        """Stops the notebook when cell ran past its limit: an interrupt does not stop a kernel stuck in C or on the
+        GPU, so stop here, not at each cell. True when it did."""
+        if any(o.get("ename") == "CellTimeoutError" for o in cell.outputs):
+            self._stop(f"cell {index} ran past its limit of {cell_timeout(cell)} s and was stopped (a loop that "
+                       "never ends?)")
+            return True
+        return False
+
+    def _stop_as_died(self, error, index):
+        """Stops the notebook: its kernel died (or stopped answering) in cell index with error."""
+        text = str(error).strip()
+        self._stop(f"the notebook's kernel stopped in cell {index} "
+                   f"({type(error).__name__}: {text.splitlines()[0] if text else ''})")
+
+    def _stopped_output(self):
+        """The error output of the cell where the notebook stopped."""
+        return _error("KernelStopped", f"{self._stopped}. This cell and every later one earn no points; a crash "
+                      "in your own code (e.g. a segfault in C++ called here) or a hang stops the kernel.")
 
 
 class RestoreHiddenTests(OverwriteCells):

@@ -363,9 +363,10 @@ def _finish(plan, student, worker_db, result, summary):
                      disagreements=result.get("disagreements", []), verified=result.get("verified"),
                      timing=result.get("timing", {}), warnings=result.get("warnings", [])[:20])
         summary["graded"].append(student)
+        judged = summary.setdefault("judged", {})
         for how in result.get("judged", {}).values():
             kind = how.split(":")[0]
-            summary.setdefault("judged", {})[kind] = summary.get("judged", {}).get(kind, 0) + 1
+            judged[kind] = judged.get(kind, 0) + 1
         summary["disagreements"] += result.get("disagreements", [])
         if result.get("kernel_stopped"):
             summary["kernel_stopped"][student] = result["kernel_stopped"]

@@ -24,16 +24,11 @@ import threading
 from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode
-from nbgrader.utils import is_grade, is_solution
 
 from .autograde import SafeExecute, _error
+from .seeds import is_test_cell
 
 OPAQUE = "__course_opaque__"  # what stands for a value that cannot travel: the name of its type
-
-
-def is_test(cell):
-    """True for an autograded test cell (graded, not a solution)."""
-    return cell.cell_type == "code" and is_grade(cell) and not is_solution(cell)
 
 
 def check_call(source):
@@ -77,7 +72,7 @@ def unjudgeable(nb):
     """[(grade_id, why)] of a notebook's test cells that the judge cannot run as one check call."""
     out = []
     for cell in nb.cells:
-        if is_test(cell):
+        if is_test_cell(cell):
             try:
                 the_check(check_call(cell.source)[0])
             except ValueError as e:
@@ -191,7 +186,6 @@ class Answers:
                 if hasattr(mine, "copy_") and hasattr(theirs, "shape") and mine.shape == theirs.shape:
                     mine.copy_(theirs)
             for key, more in used.items():  # what the kernel did with shared memory, for the tiled checks
-                from course import ladder
                 ladder.shared_use[key] += more
             return value
         call.__name__ = name
@@ -223,7 +217,6 @@ def judge_cell(answers, source):
     else:
         answer_ = answers.value("value", target)
     check(answer_, *args, **kwargs)
-    return kind
 
 
 # ---- inside nbgrader: the execute step ------------------------------------------------------------------------
@@ -256,14 +249,12 @@ class TrustedExecute(SafeExecute):
         return nb, resources
 
     def preprocess_cell(self, cell, resources, index):
-        if not is_test(cell) or self._stopped:
+        if not is_test_cell(cell) or self._stopped:
             return super().preprocess_cell(cell, resources, index)
         kind, error, printed = self._judge(cell, index)
         self._judged += 1
         if self._stopped:
-            cell.outputs = [_error("KernelStopped", f"{self._stopped}. This cell and every later one earn no points; "
-                                   "a crash in your own code (e.g. a segfault in C++ called here) or a hang stops "
-                                   "the kernel.")]
+            cell.outputs = [self._stopped_output()]
         elif error is None:
             cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=printed)] if printed else []
         else:
@@ -294,8 +285,9 @@ class TrustedExecute(SafeExecute):
         def judge():
             printed = io.StringIO()
             try:
+                done["kind"] = the_check(check_call(cell.source)[0])[1]
                 with contextlib.redirect_stdout(printed):
-                    done["kind"] = judge_cell(_KernelAnswers(requests, replies), cell.source)
+                    judge_cell(_KernelAnswers(requests, replies), cell.source)
             except BaseException as e:  # noqa: B902 (the verdict: a failed check, or the kernel gone)
                 done["error"] = e
             done["printed"] = printed.getvalue()
@@ -310,15 +302,7 @@ class TrustedExecute(SafeExecute):
                 replies.put((False, e))
         thread.join()
         error = done.get("error")
-        if isinstance(error, _Stopped):
-            error = None if self._stopped else error
-        kind = done.get("kind")
-        if kind is None and error is not None:
-            try:
-                kind = the_check(check_call(cell.source)[0])[1]
-            except ValueError:
-                kind = None
-        return kind, error, done.get("printed", "")
+        return done.get("kind"), None if isinstance(error, _Stopped) else error, done.get("printed", "")
 
     def _ask_kernel(self, request, index):
         import torch
@@ -332,13 +316,9 @@ class TrustedExecute(SafeExecute):
             try:
                 self.execute_cell(hidden, index, store_history=False)
             except Exception as e:
-                self._stopped = (f"the notebook's kernel stopped in cell {index} "
-                                 f"({type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''})")
-                self.log.warning("%s; the rest of this notebook gets no points", self._stopped)
+                self._stop_as_died(e, index)
                 raise _Stopped(self._stopped) from None
-            if any(o.get("ename") == "CellTimeoutError" for o in hidden.outputs):
-                self._stopped = (f"cell {index} ran past its limit of {self.timeout_func(hidden)} s and was stopped "
-                                 "(a loop that never ends?)")
+            if self._stop_if_timed_out(hidden, index):
                 raise _Stopped(self._stopped)
             if not answered.exists():
                 why = next((f"{o.ename}: {o.evalue}" for o in hidden.outputs if o.output_type == "error"), "no reply")

@@ -22,7 +22,8 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import determine_grade, is_solution
 
-from .trusted import Answers, answer, decode, encode, is_test, judge_cell
+from .seeds import is_test_cell
+from .trusted import Answers, answer, decode, encode, judge_cell
 
 NOTEBOOK_TIMEOUT = 1800  # seconds for one notebook's re-run: compiles and checks included
 
@@ -45,7 +46,7 @@ def notebook_verdicts(autograded_nb):
     """{grade_id: True if the autograded notebook gave the test cell full marks}."""
     out = {}
     for cell in autograded_nb.cells:
-        if is_test(cell):
+        if is_test_cell(cell):
             score, most = determine_grade(cell)
             out[_meta(cell)["grade_id"]] = score == most
     return out
@@ -131,7 +132,7 @@ def _run_child(nb_path, result_path):
             tags = cell.metadata.get("tags", [])
             if cell.cell_type != "code" or "demo" in tags or ("gpu" in tags and not torch.cuda.is_available()):
                 continue  # a demo cell only shows the student's function at work; the tests call it themselves
-            if not is_test(cell):
+            if not is_test_cell(cell):
                 if not worker.stopped:
                     try:
                         worker.value("run", cell.source)
@@ -164,7 +165,7 @@ def verify_notebook(source_path, submitted_path, timeout=NOTEBOOK_TIMEOUT):
                                   errors="replace", timeout=timeout)
         except subprocess.TimeoutExpired:
             proc = None
-        tests = [_meta(c)["grade_id"] for c in source_nb.cells if is_test(c)]
+        tests = [_meta(c)["grade_id"] for c in source_nb.cells if is_test_cell(c)]
         verdicts = json.loads(result.read_text()) if result.exists() else {}
     if proc is None:
         why = f"the re-run did not finish within {timeout} s"

@@ -81,7 +81,8 @@ def verify_student(root, assignment, student, secret, timeout=None):
     """
     import subprocess
     import nbformat
-    from .verify import NOTEBOOK_TIMEOUT, _meta, is_test, merged, notebook_verdicts, verify_notebook
+    from .seeds import is_test_cell
+    from .verify import NOTEBOOK_TIMEOUT, _meta, merged, notebook_verdicts, verify_notebook
     root, timeout = Path(root), timeout or NOTEBOOK_TIMEOUT
     rows = []
     with tempfile.TemporaryDirectory(prefix="course-verify-src-") as tmp:
@@ -104,7 +105,7 @@ def verify_student(root, assignment, student, secret, timeout=None):
             done = Path(result + ".done")
             if done.exists():
                 verdicts = json.loads(Path(result).read_text()) if Path(result).exists() else {}
-                tests = [_meta(c)["grade_id"] for c in nbformat.read(nb_path, as_version=4).cells if is_test(c)]
+                tests = [_meta(c)["grade_id"] for c in nbformat.read(nb_path, as_version=4).cells if is_test_cell(c)]
                 for t in tests:
                     verdicts.setdefault(t, {"passed": False, "message": done.read_text() or
                                             "the re-run never reached this test"})
@@ -141,23 +142,17 @@ def scores(db_url, assignment, student):
         return sub.score, sub.max_score
 
 
-def judged(root, assignment, student):
-    """{notebook: how its test cells were judged} for the student's autograded notebooks (TrustedExecute's record;
-    "in the kernel" for a notebook graded by an execute step that runs the test cells there)."""
+def execute_records(root, assignment, student):
+    """({notebook: why its kernel stopped}, {notebook: how its test cells were judged}) from the student's autograded
+    notebooks, as the execute step recorded them ("in the kernel" where a step that runs test cells there graded)."""
     import nbformat
-    return {p.stem: nbformat.read(p, as_version=4).metadata.get("course", {}).get("judged", "in the kernel")
-            for p in sorted((Path(root) / "autograded" / student / assignment).glob("*.ipynb"))}
-
-
-def kernels_stopped(root, assignment, student):
-    """{notebook: why its kernel stopped} for the student's autograded notebooks (SafeExecute's record)."""
-    import nbformat
-    out = {}
+    stopped, judged = {}, {}
     for p in sorted((Path(root) / "autograded" / student / assignment).glob("*.ipynb")):
-        why = nbformat.read(p, as_version=4).metadata.get("course", {}).get("kernel_stopped")
-        if why:
-            out[p.stem] = why
-    return out
+        record = nbformat.read(p, as_version=4).metadata.get("course", {})
+        if record.get("kernel_stopped"):
+            stopped[p.stem] = record["kernel_stopped"]
+        judged[p.stem] = record.get("judged", "in the kernel")
+    return stopped, judged
 
 
 def _end_with_parent():
@@ -200,8 +195,7 @@ def main(argv=None):
             result["reason"] = failure_reason(records, args.root, args.assignment, args.student)
         else:
             result["scores"] = scores(args.db, args.assignment, args.student)
-            result["kernel_stopped"] = kernels_stopped(args.root, args.assignment, args.student)
-            result["judged"] = judged(args.root, args.assignment, args.student)
+            result["kernel_stopped"], result["judged"] = execute_records(args.root, args.assignment, args.student)
             if args.verify:
                 t = time.perf_counter()
                 rows = verify_student(args.root, args.assignment, args.student, load_secret(args.root))
