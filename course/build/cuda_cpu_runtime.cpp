@@ -331,7 +331,8 @@ struct Watch {
   std::string seen;  // "name=value;" for each index variable, its first value
 };
 Watch watching;
-std::string last_launch;  // "name;gx,gy,gz;bx,by,bz" of the last launch
+const char* last_name = nullptr;  // the last launch's kernel and configuration (course_last_launch)
+dim3 last_grid, last_block;
 
 bool same(uint3 a, uint3 b) { return a.x == b.x && a.y == b.y && a.z == b.z; }
 
@@ -451,8 +452,9 @@ void launch(const char* name, dim3 g, dim3 b, size_t shmem, cudaStream_t stream,
     return;
   }
   std::lock_guard<std::mutex> lock(launch_mutex);
-  last_launch = std::string(name) + ";" + std::to_string(g.x) + "," + std::to_string(g.y) + "," + std::to_string(g.z) +
-                ";" + std::to_string(b.x) + "," + std::to_string(b.y) + "," + std::to_string(b.z);
+  last_name = name;
+  last_grid = g;
+  last_block = b;
   const std::string event = std::string("cuda_cpu_launch::") + name;
   RECORD_FUNCTION(event, c10::ArrayRef<const c10::IValue>{});
   in_launch = true;
@@ -624,7 +626,7 @@ void watch_value(const char* name, double value, bool integral) {
 }  // namespace cuda_cpu
 
 // The thread course/harness/origin.py watches: while on, a launch runs only that thread of that block (barriers do
-// not wait) and notes its index variables; cuda_cpu_watched() returns them, cuda_cpu_last_launch() the last grid.
+// not wait) and notes its index variables; cuda_cpu_watched() returns them.
 extern "C" __attribute__((visibility("default"))) void cuda_cpu_watch(int on, unsigned int bx, unsigned int by,
                                                                       unsigned int bz, unsigned int tx,
                                                                       unsigned int ty, unsigned int tz) {
@@ -639,8 +641,13 @@ extern "C" __attribute__((visibility("default"))) const char* cuda_cpu_watched()
   return cuda_cpu::detail::watching.seen.c_str();
 }
 
-extern "C" __attribute__((visibility("default"))) const char* cuda_cpu_last_launch() {
-  return cuda_cpu::detail::last_launch.c_str();
+// The last launch's kernel (its name; "" before any) and grid and block in dims[6], as a GPU split build's stubs
+// note them (course/build/split.py LAUNCH_RECORD): one interface for course/harness/origin.py.
+extern "C" __attribute__((visibility("default"))) const char* course_last_launch(unsigned int* dims) {
+  using namespace cuda_cpu::detail;
+  const unsigned int d[6] = {last_grid.x, last_grid.y, last_grid.z, last_block.x, last_block.y, last_block.z};
+  for (int i = 0; i < 6; ++i) dims[i] = d[i];
+  return last_name ? last_name : "";
 }
 
 // How many kernels this module launched (course.cpu.launch_count reads it through ctypes).

@@ -43,7 +43,7 @@ inline Launch config(const char* name, dim3 grid, dim3 block, size_t shmem = 0, 
 '''
 
 # The GPU build's CUDA unit notes each launch's configuration as its stub launches (gpu_launch), for
-# course/harness/origin.py to read through ctypes, as CPU mode's runtime notes its own (cuda_cpu_last_launch).
+# course/harness/origin.py to read through ctypes; CPU mode's runtime exports the same function.
 LAUNCH_RECORD = r'''
 namespace course_split { Launch last{}; }
 extern "C" __attribute__((visibility("default"))) const char* course_last_launch(unsigned int* dims) {

@@ -164,19 +164,12 @@ def _own_launches(fn, args, module):
 def _noted_launch(lib):
     """[name, grid, block] of the last launch the module noted (CPU mode's runtime, a GPU split build's stubs), or
     None; False when the module notes none (a GPU build of one unit: the profiler has to tell)."""
-    if hasattr(lib, "cuda_cpu_last_launch"):
-        lib.cuda_cpu_last_launch.restype = ctypes.c_char_p
-        text = lib.cuda_cpu_last_launch().decode()
-        if not text:
-            return None
-        name, grid, block = text.split(";")
-        return [name, [int(v) for v in grid.split(",")], [int(v) for v in block.split(",")]]
-    if hasattr(lib, "course_last_launch"):
-        lib.course_last_launch.restype = ctypes.c_char_p
-        dims = (ctypes.c_uint * 6)()
-        name = lib.course_last_launch(dims).decode()
-        return [name, list(dims[:3]), list(dims[3:])] if name else None
-    return False
+    if not hasattr(lib, "course_last_launch"):
+        return False
+    lib.course_last_launch.restype = ctypes.c_char_p
+    dims = (ctypes.c_uint * 6)()
+    name = lib.course_last_launch(dims).decode()
+    return [name, list(dims[:3]), list(dims[3:])] if name else None
 
 
 def _first_tensor(y):
