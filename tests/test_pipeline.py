@@ -94,7 +94,7 @@ def autograded_course(tmp_path_factory, assignment, expected_students, provoked)
     kernels = WarmKernels()
     try:
         assert kernels.wait_ready()
-        proc = nbgrader("autograde", assignment, "--create", "--force", *nbgrader_args(kernels.env()), cwd=course,
+        proc = nbgrader("autograde", assignment, "--create", "--force", *nbgrader_args(), cwd=course,
                         env=kernels.env())
     finally:
         kernels.close()

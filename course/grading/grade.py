@@ -1,9 +1,9 @@
 """`course grade`: every collected submission autograded by nbgrader, several students at once, resumable.
 
 The plan: the students whose inputs changed since they were last graded (ledger.py); their CUDA sources
-compiled on all cores first (compile.py); then a pool of worker processes (worker.py), each grading one
-student at a time into its own copy of the gradebook, with the GPU it may use in CUDA_VISIBLE_DEVICES (as
-many workers per GPU as --workers allows). This process alone writes the course's gradebook: each finished
+compiled on all cores first (compile.py); then a pool of worker processes (worker.py, forked from the run's warm
+process, warm.py), each grading one student at a time into its own copy of the gradebook, with the GPU it may use
+in CUDA_VISIBLE_DEVICES (as many workers per GPU as --workers allows). This process alone writes the course's gradebook: each finished
 student's rows are merged into it (merge.py), one at a time. A student whose grading breaks is recorded
 with the reason, any older grade of theirs removed, and grading goes on.
 """
@@ -26,6 +26,7 @@ from .layout import (CourseError, course_root, db_path, db_url, notebook_names, 
                      state_dir, submitted_students)
 from .ledger import Ledger, fingerprint, grading_code_digest
 from .seeds import ensure_secret
+from .warm import command
 
 STUDENT_TIMEOUT = 3 * 3600  # seconds for one student's grading, all notebooks and the re-run together
 
@@ -310,14 +311,13 @@ def _pool(plan, tmp, workers, gpus, make_env, threads, extra_env, verify, timeou
         result_path = Path(tmp) / f"{student}.json"
         try:
             shutil.copy(db_path(template), db_path(mine))
-            cmd = [sys.executable, "-m", "course.grading.worker", "--root", str(plan.root), "--assignment",
-                   plan.assignment, "--student", student, "--db", mine, "--result", str(result_path)]
-            if verify:
-                cmd.append("--verify")
+            args = ["--root", str(plan.root), "--assignment", plan.assignment, "--student", student, "--db", mine,
+                    "--result", str(result_path)] + (["--verify"] if verify else [])
+            env = make_env(gpu, threads, extra_env)
             log = logs / f"{student}.log"
             log.write_text("")
             t = time.perf_counter()
-            code = _run_worker(cmd, make_env(gpu, threads, extra_env), log, timeout)
+            code = _run_worker(command("course.grading.worker", args, env), env, log, timeout)
             seconds = time.perf_counter() - t
             if code is None:
                 result = {"ok": False, "reason": f"grading took longer than {timeout} s and was stopped"}

@@ -1,11 +1,11 @@
-"""Notebook kernels forked from a warm process: torch, the course and ipykernel imported once per grading run, not per notebook.
+"""Processes forked from a warm process: torch, nbgrader, the course and ipykernel imported once per grading run, not per process.
 
-A kernel nbgrader starts spends seconds importing torch and the course before the notebook's first cell does
-anything. During `course grade` a warm process (this module's server) holds them imported, never touching
-the GPU, and forks each kernel from itself: Jupyter starts warmstub.py, which hands the warm process its
-connection file, folder, environment (CUDA_VISIBLE_DEVICES included) and standard streams; the forked child
-becomes the kernel with exactly those. Where no warm process runs, WarmKernelManager starts kernels as
-Jupyter always does.
+A notebook kernel, a student's grading worker and the judge's check server each spend seconds importing torch and
+the course before doing anything. During `course grade` a warm process (this module's server) holds them imported,
+never touching the GPU, and forks each of those processes from itself: the command that would run
+`python -m MODULE ARGS` runs warmstub.py instead, which hands the warm process the module, its arguments, its folder,
+environment (CUDA_VISIBLE_DEVICES included) and standard streams; the forked child becomes that process with exactly
+those. Where no warm process runs, command() is the usual `python -m` and kernels start as Jupyter always does.
 """
 import json
 import os
@@ -19,40 +19,74 @@ import threading
 import time
 from pathlib import Path
 
-from jupyter_client.manager import AsyncKernelManager
-
 SOCKET_ENV = "COURSE_WARM_KERNELS"  # the warm process's socket, set for the processes that may use it
 STUB = str(Path(__file__).with_name("warmstub.py"))
 PRELOAD = ("torch", "numpy", "course", "course.device", "course.ladder", "course.cuda", "course.harness.cuda",
-           "course.harness.python", "course.topics.grayscale", "course.topics.matmul", "ipykernel.kernelapp",
-           "ipykernel.ipkernel", "IPython")
+           "course.harness.python", "course.harness.forkserver", "ipykernel.kernelapp", "ipykernel.ipkernel", "IPython",
+           "nbgrader.apps.autogradeapp", "course.grading.worker", "course.grading.trusted")
+KERNEL = "ipykernel_launcher"
 
 
-class WarmKernelManager(AsyncKernelManager):
-    """Starts an ipykernel by forking the warm process when $COURSE_WARM_KERNELS names one, else as usual."""
+def _kernel_manager():
+    from jupyter_client.manager import AsyncKernelManager
 
-    def format_kernel_cmd(self, extra_arguments=None):
-        """The kernel's command: warmstub.py in place of `python -m ipykernel_launcher` when a warm process runs."""
-        cmd = super().format_kernel_cmd(extra_arguments)
-        path = os.environ.get(SOCKET_ENV)
-        if path and os.path.exists(path) and len(cmd) > 2 and cmd[1:3] == ["-m", "ipykernel_launcher"]:
-            return [sys.executable, "-I", "-S", STUB, path, *cmd[3:]]
-        return cmd
+    class WarmKernelManager(AsyncKernelManager):
+        """Starts an ipykernel on Unix sockets of its own, forked from the warm process when $COURSE_WARM_KERNELS names one.
+
+        Over TCP, Jupyter picks free ports, frees them and hands them to the kernel: a kernel that another grading
+        worker starts in between can take one, and the later kernel dies before its notebook's first cell (a student
+        failed for the machine's sake). A socket file next to the kernel's own connection file cannot be taken."""
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.transport, self.cache_ports = "ipc", False
+
+        def write_connection_file(self, **kwargs):
+            """Names the kernel's sockets after a connection file this process created (no other kernel has its name)."""
+            if self.transport == "ipc" and not self.connection_file:
+                fd, self.connection_file = tempfile.mkstemp(prefix="kernel-", suffix=".json")
+                os.close(fd)
+                self.ip = self.connection_file[:-len(".json")] + "-ipc"
+            super().write_connection_file(**kwargs)
+
+        def format_kernel_cmd(self, extra_arguments=None):
+            """The kernel's command: warmstub.py in place of `python -m ipykernel_launcher` when a warm process runs."""
+            cmd = super().format_kernel_cmd(extra_arguments)
+            if len(cmd) > 2 and cmd[1:3] == ["-m", KERNEL]:
+                return command(KERNEL, cmd[3:])
+            return cmd
+    WarmKernelManager.__module__, WarmKernelManager.__qualname__ = __name__, "WarmKernelManager"
+    return WarmKernelManager
 
 
-def nbgrader_args(env=None):
-    """nbgrader's option that starts kernels warm, where the environment (this process's) names a warm process."""
-    return ["--Execute.kernel_manager_class=course.grading.warm.WarmKernelManager"] \
-        if (os.environ if env is None else env).get(SOCKET_ENV) else []
+def __getattr__(name):  # WarmKernelManager, made on first use: only a process that starts kernels imports jupyter_client
+    if name == "WarmKernelManager":
+        globals()[name] = _kernel_manager()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _kernel(request, fds, closing):
-    """In the forked child: becomes the kernel the stub asked for (never returns)."""
+def command(module, args, env=None):
+    """The command that runs `python -m module args`: forked from the warm process where the environment (this
+    process's) names one."""
+    path = (os.environ if env is None else env).get(SOCKET_ENV)
+    if path and os.path.exists(path):
+        return [sys.executable, "-I", "-S", STUB, path, module, *args]
+    return [sys.executable, "-m", module, *args]
+
+
+def nbgrader_args():
+    """nbgrader's option that starts the grading's kernels with WarmKernelManager."""
+    return ["--Execute.kernel_manager_class=course.grading.warm.WarmKernelManager"]
+
+
+def _become(request, fds, closing):
+    """In the forked child: becomes the process the stub asked for, `python -m <module> <argv>` (never returns)."""
     code = 1
     try:
         for fd in closing:
             os.close(fd)
-        os.setpgid(0, 0)  # a group of its own: when the stub goes, the lifeline ends the kernel and its children
+        os.setpgid(0, 0)  # a group of its own: when the stub goes, the lifeline ends this process and its children
         signal.set_wakeup_fd(-1)
         for s in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
             signal.signal(s, signal.SIG_DFL)
@@ -72,14 +106,21 @@ def _kernel(request, fds, closing):
             finally:
                 os.killpg(0, signal.SIGKILL)
         threading.Thread(target=watch, daemon=True).start()
-        # ipykernel read JPY_PARENT_PID when it was imported (here, before the fork): give it this kernel's own
-        parent = [f"--IPKernelApp.parent_handle={os.environ['JPY_PARENT_PID']}"] if os.environ.get("JPY_PARENT_PID") else []
-        sys.argv = ["ipykernel_launcher", *request["argv"], *parent]
-        from ipykernel import kernelapp
-        kernelapp.launch_new_instance()
+        if request["module"] == KERNEL:
+            # ipykernel read JPY_PARENT_PID when it was imported (here, before the fork): give it this kernel's own
+            parent = [f"--IPKernelApp.parent_handle={os.environ['JPY_PARENT_PID']}"] if os.environ.get("JPY_PARENT_PID") else []
+            sys.argv = [KERNEL, *request["argv"], *parent]
+            from ipykernel import kernelapp
+            kernelapp.launch_new_instance()
+        else:
+            import runpy
+            sys.argv = [request["module"], *request["argv"]]
+            runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+        if not isinstance(e.code, (int, type(None))):  # sys.exit("why"): Python prints the why
+            print(e.code, file=sys.stderr)
     except BaseException:  # noqa: B902 (whatever failed, say so where the stub's stderr goes)
         import traceback
         traceback.print_exc()
@@ -92,14 +133,16 @@ def _kernel(request, fds, closing):
 
 
 def serve(path):
-    """The warm process: imports what kernels need, then forks a kernel per stub that connects to path."""
+    """The warm process: imports what the processes it forks need, then forks one per stub that connects to path."""
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")  # as ipykernel would set it
     import importlib
     for name in PRELOAD:
         try:
             importlib.import_module(name)
-        except Exception:  # noqa: B902 (a module missing here is imported by the kernel as usual)
+        except Exception:  # noqa: B902 (a module missing here is imported by the forked process as usual)
             pass
+    from course.harness import child
+    child.preload()  # every topic, as the check server would import them
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
@@ -112,7 +155,7 @@ def serve(path):
     sel.register(wake_r, selectors.EVENT_READ, "reap")
     sel.register(sys.stdin.fileno(), selectors.EVENT_READ, "parent")
     print("ready", flush=True)
-    kernels = {}  # pid -> the stub's connection
+    forked = {}  # pid -> the stub's connection
     while True:
         for key, _ in sel.select():
             if key.data == "parent":
@@ -120,14 +163,14 @@ def serve(path):
                     return
             elif key.data == "reap":
                 os.read(wake_r, 4096)
-                while kernels:
+                while forked:
                     try:
                         pid, status = os.waitpid(-1, os.WNOHANG)
                     except ChildProcessError:
                         break
                     if pid == 0:
                         break
-                    conn = kernels.pop(pid, None)
+                    conn = forked.pop(pid, None)
                     if conn is not None:
                         try:
                             conn.sendall(json.dumps({"exit": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
@@ -152,11 +195,11 @@ def serve(path):
                 pid = os.fork()
                 if pid == 0:
                     others = [listener.fileno(), wake_r, wake_w, conn.fileno(), sel.fileno()] + \
-                        [c.fileno() for c in kernels.values()]
-                    _kernel(request, fds, others)
+                        [c.fileno() for c in forked.values()]
+                    _become(request, fds, others)
                 for fd in fds:
                     os.close(fd)
-                kernels[pid] = conn
+                forked[pid] = conn
                 conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
 
 
@@ -176,7 +219,7 @@ class WarmKernels:
         return line.strip() == b"ready" and time.monotonic() < deadline and os.path.exists(self.path)
 
     def env(self):
-        """What a worker's environment needs to start its kernels warm."""
+        """What an environment needs for command() and the kernels to fork from the warm process."""
         return {SOCKET_ENV: self.path}
 
     def close(self):
