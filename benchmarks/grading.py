@@ -81,6 +81,14 @@ def bases(assignment, tamper):
     return {p.name: answers_in(p) for f in folders if f.is_dir() for p in sorted(f.iterdir()) if p.is_dir()}
 
 
+def by_example(scores):
+    """{example student: the sorted distinct scores of its copies} from {s07-bob: score}: one score each when grading is right."""
+    out = {}
+    for student, score in scores.items():
+        out.setdefault(student.split("-", 1)[-1], set()).add(score)
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
 def write_class(course, assignment, students):
     """Writes submitted/<student>/<assignment>/ for {student: answers}."""
     import nbformat
@@ -381,8 +389,11 @@ def main():
         runs.append(course_path(again, args.assignment, fresh, deadline - reserve, out, args.workers))
         log(json.dumps({key: runs[-1][key] for key in ("finished", "failed", "seconds", "per_student")}))
     if args.repeat > 1:
-        result["runs"] = [{key: r[key] for key in ("finished", "failed", "seconds", "per_student", "stopped_at_budget")}
-                          for r in runs]
+        result["runs"] = [{**{key: r[key] for key in ("finished", "failed", "seconds", "per_student", "stopped_at_budget")},
+                           "scores_by_example": by_example(r["scores"])} for r in runs]
+        same = all(r["scores_by_example"] == result["runs"][0]["scores_by_example"] for r in result["runs"])
+        log(f"stress: {len(runs)} runs, {sum(len(r['failed']) for r in runs)} students failed in all, every copy of an "
+            f"example scored {'the same in every run' if same else 'DIFFERENTLY across runs'}")
         save()
 
     if args.verify_sample and deadline - time.monotonic() > 45:
@@ -398,9 +409,7 @@ def main():
         log(f"kernel with torch and the course imported, seconds: {result['kernel_start']}")
 
     # the grades must be those of the example each student copies
-    expected = {}
-    for student, score in result["course"]["scores"].items():
-        expected.setdefault(student.split("-", 1)[-1], set()).add(score)
+    expected = by_example(result["course"]["scores"])
     today_scores = {}
     try:
         from nbgrader.api import Gradebook
@@ -412,7 +421,7 @@ def main():
                     pass
     except Exception as e:  # noqa: B902
         today_scores = {"error": str(e)}
-    result["scores"] = {"today": today_scores, "course_by_example": {k: sorted(v) for k, v in expected.items()}}
+    result["scores"] = {"today": today_scores, "course_by_example": expected}
     # a path that finished no student within the budget has no figure (its elapsed time is not a student's)
     a, b = (result[k]["per_student"] if result[k]["finished"] else None for k in ("nbgrader", "course"))
     result["speedup"] = round(a / b, 1) if a and b else None
