@@ -24,6 +24,7 @@ from course.grading.grade import in_shard
 from course.grading.gradebook import grades
 from course.grading.slurm import array_spec
 from course.grading.submissions import write_submissions
+from tests.test_browser import free_port
 from tests.test_cli import SECRET, course, course_folder
 from tests.test_pipeline import EXPECTED_PASSES
 from tests.test_release import ROOT
@@ -41,12 +42,6 @@ def missing_prerequisite():
     if os.geteuid() != 0:
         return "slurmd runs jobs as their users and needs root here"
     return None
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("", 0))
-        return s.getsockname()[1]
 
 
 class LocalCluster:
@@ -71,7 +66,7 @@ class LocalCluster:
         key.chmod(0o400)
         self.conf.write_text("\n".join([
             "ClusterName=coursetest", f"SlurmctldHost={self.host}",
-            f"SlurmctldPort={_free_port()}", f"SlurmdPort={_free_port()}", "SlurmUser=root", "SlurmdUser=root",
+            f"SlurmctldPort={free_port()}", f"SlurmdPort={free_port()}", "SlurmUser=root", "SlurmdUser=root",
             "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={d / 'munge.socket'}",
             f"StateSaveLocation={d / 'state'}", f"SlurmdSpoolDir={d / 'spool'}",
             f"SlurmctldPidFile={d / 'slurmctld.pid'}", f"SlurmdPidFile={d / 'slurmd.pid'}",
@@ -88,8 +83,8 @@ class LocalCluster:
         """Starts munged, slurmctld and slurmd in the foreground of processes of ours; waits until the node is idle."""
         self.write_config()
         d = self.dir
-        commands = {"munged": ["munged", "-F", "--force", f"--socket={d / 'munge.socket'}", f"--key-file={d / 'munge.key'}",
-                               f"--pid-file={d / 'munged.pid'}", f"--log-file={d / 'munged.log'}",
+        commands = {"munged": ["munged", "-F", "--force", f"--socket={d / 'munge.socket'}",
+                               f"--key-file={d / 'munge.key'}", f"--pid-file={d / 'munged.pid'}", f"--log-file={d / 'munged.log'}",
                                f"--seed-file={d / 'munged.seed'}"],
                     "slurmctld": ["slurmctld", "-D", "-i"], "slurmd": ["slurmd", "-D"]}
         for name, cmd in commands.items():

@@ -143,12 +143,15 @@ def parser():
     c = command("slurm", _slurm, "Grades on a Slurm cluster (the course folder on its shared file system): `slurm "
                 "grade` writes slurm/ASSIGNMENT/grade.sh and merge.sh and submits a job array of N shards (`course "
                 "grade --shard i/N`, one GPU each) and the merge after it, which reports the shards that did not "
-                "finish with their students; submitting again grades only the students not graded yet.", assignment=None)
+                "finish with their students; submitting again grades only the students not graded yet.",
+                assignment=None)
     c.add_argument("action", choices=("grade", "report"), help="grade: write and submit the jobs; report: "
                    "what the merge job runs after `course merge` (slurm/ASSIGNMENT/report.txt)")
     c.add_argument("assignment", help="the assignment, a folder of source/ (e.g. grayscale)")
-    c.add_argument("--tasks", type=int, required=True, help="shards, one array task each (keep N when submitting again)")
-    c.add_argument("--cpu", action="store_true", help="no --gres=gpu:1, COURSE_CPU_MODE=1: for a partition without GPUs")
+    c.add_argument("--tasks", type=int, required=True, help="shards, one array task each (keep N when submitting "
+                   "again)")
+    c.add_argument("--cpu", action="store_true", help="no --gres=gpu:1, COURSE_CPU_MODE=1: for a partition without "
+                   "GPUs")
     c.add_argument("--dry-run", action="store_true", help="write the batch scripts, submit nothing")
     c.add_argument("--job", help="report: the job array's id (Slurm's state of each task)")
     c.allow_abbrev = False  # the rest is sbatch's: its --time is not --tasks, nor anything of ours

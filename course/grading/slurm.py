@@ -58,7 +58,7 @@ def grade_script(root, assignment, tasks, cpu=False, options=(), python=sys.exec
     extra = option_lines(options)
     if not cpu and not any(_name(line) == "--gres" for line in extra):
         extra.append("#SBATCH --gres=gpu:1")
-    env = ["export COURSE_CPU_MODE=1  # --cpu: no GPU here; the CUDA rungs build with g++ and run on the CPU"] if cpu else []
+    env = ["export COURSE_CPU_MODE=1  # --cpu: no GPU; the CUDA rungs build with g++ and run on the CPU"] if cpu else []
     if pythonpath:
         env.append(f"export PYTHONPATH={shlex.quote(pythonpath)}")
     return "\n".join([
@@ -256,9 +256,10 @@ def shard_report(root, assignment, tasks, job=None):
 
 
 def report(root, assignment, tasks, job=None):
-    """Writes slurm/<assignment>/report.txt (what the merge job ran after): exit status 1 when students are not graded."""
+    """Writes slurm/<assignment>/report.txt (the merge job runs it): exit status 1 when students are not graded."""
     lines, missing = shard_report(root, assignment, tasks, job)
-    head = f"{assignment}: {tasks} shards" + (f", job array {job}" if job else "") + f" ({time.strftime('%Y-%m-%d %H:%M:%S')})"
+    head = (f"{assignment}: {tasks} shards" + (f", job array {job}" if job else "")
+            + f" ({time.strftime('%Y-%m-%d %H:%M:%S')})")
     if missing:
         shards = sorted(set(missing.values()))
         again = (f"{len(missing)} students of shard{'s' if len(shards) > 1 else ''} "
