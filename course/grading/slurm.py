@@ -165,19 +165,19 @@ def submit(root, assignment, tasks, options=(), cpu=False, dry_run=False, python
         sbatch_path()
     from .shards import shard_dirs
     before = {d for _, _, d in shard_dirs(root, assignment)}
-    submitted = False
+    kept = []  # becomes [True] once the shards' folders are in use (the array submitted, or graded before)
     try:
-        submitted = _submit(root, assignment, tasks, options, cpu, dry_run, pythonpath)
+        _submit(root, assignment, tasks, options, cpu, dry_run, pythonpath, kept)
     finally:
-        if not submitted:  # planning made the shards' folders: a dry run or a refused submission leaves none behind
+        if not kept:  # planning made the shards' folders: a dry run or a refused submission leaves none behind
             for _, _, d in shard_dirs(root, assignment):
                 if d not in before:
                     shutil.rmtree(d)
     return 0
 
 
-def _submit(root, assignment, tasks, options, cpu, dry_run, pythonpath):
-    """submit()'s work: True once jobs were submitted."""
+def _submit(root, assignment, tasks, options, cpu, dry_run, pythonpath, kept):
+    """submit()'s work; appends to kept once the shards' folders are in use."""
     plans = shard_plans(root, assignment, tasks)
     here = folder(root, assignment)
     (here / "grade.sh").write_text(grade_script(root, assignment, tasks, cpu, options, pythonpath=pythonpath))
@@ -191,25 +191,27 @@ def _submit(root, assignment, tasks, options, cpu, dry_run, pythonpath):
     if not todo:
         print(f"nothing to grade: every student of every shard is graded; `python -m course merge {assignment}` "
               "joins the shards")
-        return True
+        kept.append(True)
+        return
     spec = array_spec(todo)
     if dry_run:
         print(f"--dry-run: nothing submitted; to submit: sbatch --array={spec} {here / 'grade.sh'}, then "
               f"sbatch --dependency=afterany:JOBID --export=ALL,COURSE_GRADE_JOB=JOBID {here / 'merge.sh'}")
-        return False
+        return
     for i in todo:
         (here / "status" / f"shard-{i}-of-{tasks}").unlink(missing_ok=True)
     (here / "report.txt").unlink(missing_ok=True)
     job = _sbatch([f"--array={spec}", str(here / "grade.sh")], "grading array")
+    kept.append(True)
     merge_job = _sbatch([f"--dependency=afterany:{job}", f"--export=ALL,COURSE_GRADE_JOB={job}",
-                         str(here / "merge.sh")], "merge job")
+                         str(here / "merge.sh")], f"merge job (the grading array {job} is submitted: submit merge.sh "
+                        f"after it by hand, as its first lines say)")
     (here / "submitted.json").write_text(json.dumps({"grade_job": job, "merge_job": merge_job, "tasks": tasks,
                                                      "shards": todo, "when": time.strftime("%Y-%m-%d %H:%M:%S")}))
     print(f"submitted: job array {job} (shards {spec} of {tasks}) and merge job {merge_job} (after the array, "
           "however it ends)")
     print(f"follow them: squeue -j {job},{merge_job}; logs in {here / 'logs'}; the merge writes "
           f"{here / 'report.txt'}")
-    return True
 
 
 def task_states(job):
