@@ -34,9 +34,14 @@ EXAMPLES = ("alice", "bob", "carol")
 SCORES = {"alice": 26, "bob": 10, "carol": 0}  # README: the example students' grayscale totals, graded on one host
 
 
+def tool(name):
+    """A Slurm or munge program's path (the daemons are in /usr/sbin, which a user's PATH may leave out), or None."""
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
+
+
 def missing_prerequisite():
     """Why a local Slurm cannot be started here, or None."""
-    absent = [d for d in DAEMONS if shutil.which(d) is None]
+    absent = [d for d in DAEMONS if tool(d) is None]
     if absent:
         return f"{', '.join(absent)} not installed (Debian: apt-get install slurm-wlm munge; .ci/slurm-deps does it)"
     if os.geteuid() != 0:
@@ -83,10 +88,10 @@ class LocalCluster:
         """Starts munged, slurmctld and slurmd in the foreground of processes of ours; waits until the node is idle."""
         self.write_config()
         d = self.dir
-        commands = {"munged": ["munged", "-F", "--force", f"--socket={d / 'munge.socket'}",
+        commands = {"munged": [tool("munged"), "-F", "--force", f"--socket={d / 'munge.socket'}",
                                f"--key-file={d / 'munge.key'}", f"--pid-file={d / 'munged.pid'}", f"--log-file={d / 'munged.log'}",
                                f"--seed-file={d / 'munged.seed'}"],
-                    "slurmctld": ["slurmctld", "-D", "-i"], "slurmd": ["slurmd", "-D"]}
+                    "slurmctld": [tool("slurmctld"), "-D", "-i"], "slurmd": [tool("slurmd"), "-D"]}
         for name, cmd in commands.items():
             self.procs[name] = subprocess.Popen(cmd, env=self.env, stdout=open(d / f"{name}.out", "w"),
                                                 stderr=subprocess.STDOUT, start_new_session=True)
