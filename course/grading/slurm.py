@@ -219,11 +219,17 @@ def task_states(job):
     scontrol = shutil.which("scontrol")
     if not job or scontrol is None:
         return {}
-    try:
-        out = subprocess.run([scontrol, "-o", "show", "job", str(job)], capture_output=True, text=True,
-                             timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
+    out = ""
+    for _ in range(3):  # a busy controller may time out; the report is still written without the states
+        try:
+            proc = subprocess.run([scontrol, "-o", "show", "job", str(job)], capture_output=True, text=True,
+                                  timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if proc.returncode == 0:
+            out = proc.stdout
+            break
+        time.sleep(5)
     states = {}
     for line in out.splitlines():
         task, state = re.search(r"ArrayTaskId=(\S+)", line), re.search(r"JobState=(\S+)", line)
