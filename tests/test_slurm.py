@@ -241,7 +241,8 @@ def test_bad_input_is_refused_and_changes_nothing(class_folder):
              (("slurm", "grade", "grayscale", "--tasks", "0", "--dry-run"), "--tasks 0", None),
              (("slurm", "grade", "grayscale", "--tasks", "2", "oops", "--dry-run"), "not an sbatch option", None),
              (("slurm", "grade", "grayscale", "--tasks", "2"), "sbatch is not on PATH", no_slurm),
-             (("grade", "grayscale", "--partition=gpu"), "unrecognized arguments", None)]
+             (("grade", "grayscale", "--partition=gpu"), "unrecognized arguments", None),
+             (("slurm", "report", "grayscale", "--tasks", "2", "--partition=gpu"), "takes no sbatch options", None)]
     for args, words, path in cases:
         env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{path}"} if path else None
         proc = subprocess.run([sys.executable, "-m", "course", *args], cwd=root, capture_output=True, text=True,

@@ -60,6 +60,8 @@ def _slurm(args):
     import os
     from . import slurm
     if args.action == "report":
+        if args.sbatch:
+            raise CourseError(f"slurm report takes no sbatch options: {' '.join(args.sbatch)}")
         return slurm.report(args.root, args.assignment, args.tasks, job=args.job)
     return slurm.submit(args.root, args.assignment, args.tasks, args.sbatch, cpu=args.cpu, dry_run=args.dry_run,
                         pythonpath=os.environ.get("PYTHONPATH"))
