@@ -10,7 +10,7 @@ import pytest
 import torch
 
 # the slowest groups first (each a shared fixture: the corpus, a class graded by the CLI, the nbgrader pipelines)
-SLOW_FIRST = ("cli-grayscale", "corpus", "pipeline-grayscale", "pipeline-matmul", "pipeline-drills", "build")
+SLOW_FIRST = ("cli-grayscale", "corpus", "pipeline-grayscale", "pipeline-matmul", "pipeline-drills", "build", "slurm")
 
 
 def _group(item):

@@ -4,6 +4,7 @@ One command prints everything and writes it as JSON (on the GPU host, in at most
 
     python benchmarks/grading.py [--json FILE]                       # grayscale: 30 students, the defaults
     python benchmarks/grading.py --class 0 --tamper --budget 99999   # just the example (and tamper) students
+    python benchmarks/grading.py --slurm 3 [--json FILE]             # one course grade, then a local Slurm in 3 shards
 
 A synthetic class is the example students of the assignment (right, typical mistakes, nothing) replicated
 with variations: each copy's answers carry a comment naming the student, so each CUDA source is new to the
@@ -292,6 +293,114 @@ import json; print(json.dumps({k: (round(min(v), 2) if isinstance(v, list) else 
         return {"error": proc.stderr[-500:]}
 
 
+def slurm_seconds(text):
+    """Slurm's RunTime ('1-02:03:04', '00:01:17') in seconds."""
+    days, _, clock = text.rpartition("-")
+    h, m, sec = (int(x) for x in clock.split(":"))
+    return (int(days) if days else 0) * 86400 + h * 3600 + m * 60 + sec
+
+
+def slurm_jobs(cluster, job):
+    """{array task (or 'job'): {state, seconds}} of a finished job, from scontrol (the cluster keeps them 10 min)."""
+    found = {}
+    for line in cluster.run("scontrol", "-o", "show", "job", str(job)).stdout.splitlines():
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        task = fields.get("ArrayTaskId", "job")
+        found[int(task) if task.isdigit() else task] = {"state": fields.get("JobState"),
+                                                         "seconds": slurm_seconds(fields.get("RunTime", "0:0:0"))}
+    return dict(sorted(found.items(), key=str))
+
+
+def slurm_path(course, assignment, tasks, build_dir, out, timeout):
+    """The class graded through a one-node Slurm started here: `course slurm grade --tasks N --cpu`, wall and shard seconds."""
+    from tests.test_slurm import LocalCluster, missing_prerequisite
+    reason = missing_prerequisite()
+    if reason:
+        return {"error": reason}
+    cluster = LocalCluster(out / "slurm-cluster", cpus=os.cpu_count())
+    try:
+        cluster.start()
+        env = {**env_for(build_dir), "SLURM_CONF": str(cluster.conf)}
+        t = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "course", "slurm", "grade", assignment, "--tasks", str(tasks),
+                               "--cpu"], cwd=course, env=env, capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            return {"error": proc.stdout + proc.stderr}
+        jobs = json.loads((course / "slurm" / assignment / "submitted.json").read_text())
+        cluster.wait_jobs([jobs["grade_job"], jobs["merge_job"]], timeout)
+        wall = time.perf_counter() - t
+        shards, merged = slurm_jobs(cluster, jobs["grade_job"]), slurm_jobs(cluster, jobs["merge_job"])
+    finally:
+        cluster.stop()
+    state = course / "autograded" / ".course" / assignment
+    for i, shard in shards.items():
+        ledger = state / f"shard-{i}-of-{tasks}" / "ledger.jsonl"
+        shard["students"] = len(ledger.read_text().splitlines()) if ledger.exists() else 0
+    entries = [json.loads(x) for x in (state / "ledger.jsonl").read_text().splitlines()] \
+        if (state / "ledger.jsonl").exists() else []
+    return {"tasks": tasks, "node_cpus": os.cpu_count(), "seconds": round(wall, 1), "shards": shards,
+            "merge_seconds": merged.get("job", {}).get("seconds"),
+            "scores": {e["student"]: e.get("score") for e in entries if e["status"] == "graded"},
+            "failed": {e["student"]: e.get("reason", "?") for e in entries if e["status"] != "graded"},
+            "report": (course / "slurm" / assignment / "report.txt").read_text()}
+
+
+def slurm_benchmark(args):
+    """--slurm N: the synthetic class graded by one `course grade` and through a local Slurm in N shards; same scores?"""
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="course-slurm-bench-"))
+    out = work / "logs"
+    out.mkdir(parents=True, exist_ok=True)
+    result = {"host": host(), "args": vars(args), "load_average_at_start": os.getloadavg()}
+    log(f"host: {result['host']}")
+    base = work / "release-course"
+    shutil.rmtree(base, ignore_errors=True)
+    shutil.copytree(ROOT / "source", base / "source")
+    shutil.copy(ROOT / "nbgrader_config.py", base)
+    subprocess.run([sys.executable, "-m", "course", "release", args.assignment, "--no-compile"], cwd=base, check=True,
+                   env=env_for(work / "unused-builds"), capture_output=True)
+    examples = bases(args.assignment, args.tamper)
+    names = sorted(examples)
+    ids = [f"s{i:02d}-{names[i % len(names)]}" for i in range(args.size)]  # as main() names them
+    klass = {s: vary(examples[s.split("-", 1)[1]], s) for s in ids} if ids else dict(examples)
+    folders = {"one_host": work / "one-host", "slurm": work / "slurm"}
+    for key, folder in folders.items():
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.copytree(base, folder)
+        write_class(folder, args.assignment, klass)
+    builds = {key: work / f"builds-{key}" for key in folders}
+    for w in [warm_up(base, args.assignment, b) for b in builds.values()]:
+        w.communicate()
+    log(f"one host: python -m course grade of {len(klass)} students ...")
+    deadline = time.monotonic() + 3 * 3600
+    result["one_host"] = course_path(folders["one_host"], args.assignment, builds["one_host"], deadline, out,
+                                     args.workers)
+    log(json.dumps({k: result["one_host"][k] for k in ("finished", "seconds", "per_student", "timing")}))
+    log(f"Slurm: python -m course slurm grade {args.assignment} --tasks {args.slurm} --cpu on a one-node cluster ...")
+    result["slurm"] = slurm_path(folders["slurm"], args.assignment, args.slurm, builds["slurm"], out, 3 * 3600)
+    a, b = result["one_host"].get("scores"), result["slurm"].get("scores")
+    result["same_scores"] = bool(a) and a == b
+    result["load_average_at_end"] = os.getloadavg()
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1))
+    log("")
+    log(f"== {args.assignment}, {len(klass)} students, {result['host']['cores']} cores, "
+        f"{result['host'].get('gpu') or 'CPU mode'}")
+    log(f"one host (course grade, {result['one_host'].get('workers')} at once): {result['one_host']['seconds']} s, "
+        f"{result['one_host']['finished']} graded")
+    if "error" in result["slurm"]:
+        log(f"Slurm: not run: {result['slurm']['error']}")
+        return
+    s = result["slurm"]
+    log(f"Slurm ({s['tasks']} shards on one {s['node_cpus']}-CPU node, 1 CPU a shard): {s['seconds']} s from "
+        f"submission to the merge's end, {len(s['scores'])} graded, {len(s['failed'])} failed")
+    for i, shard in s["shards"].items():
+        log(f"  shard {i}/{s['tasks']}: {shard['students']} students in {shard['seconds']} s ({shard['state']})")
+    log(f"  merge and report: {s['merge_seconds']} s")
+    log(f"same scores as one host: {result['same_scores']}" + ("" if result["same_scores"] else
+        f" (differ: {sorted(k for k in set(a or {}) | set(b or {}) if (a or {}).get(k) != (b or {}).get(k))})"))
+    log(f"logs and course folders: {work}")
+
+
 def main():
     """Runs both paths and prints and saves the figures."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -308,7 +417,11 @@ def main():
     p.add_argument("--today-from", help="take today's path's figures from this earlier --json file (same host) "
                    "instead of running it again: the whole budget goes to course grade")
     p.add_argument("--keep", help="keep the course folders here")
+    p.add_argument("--slurm", type=int, metavar="TASKS", help="instead: the class graded by one course grade and "
+                   "through a one-node Slurm started here in TASKS shards (CPU mode), with the scores compared")
     args = p.parse_args()
+    if args.slurm:
+        return slurm_benchmark(args)
     start = time.monotonic()
     deadline = start + args.budget
     result = {"host": host(), "args": vars(args)}

@@ -6,6 +6,7 @@
   grade     autograde what was collected, several students at once, resumable; every test judged outside the kernel
   verify    an audit of any gradebook: the clean re-run of graded submissions, listing any test that disagrees
   merge     the shards of `grade --shard i/N` into the course's gradebook
+  slurm     grade on a Slurm cluster: a job array of shards, then the merge (`slurm grade`), and its report
   feedback  HTML feedback per student (hidden tests' code and seeds left out)
   export    grades as CSV, and which exercise the class failed, with which message (table and plot)
 """
@@ -53,6 +54,17 @@ def _verify(args):
 def _merge(args):
     from .shards import merge_shards
     return merge_shards(args.root, args.assignment, args.shards, db=args.db)
+
+
+def _slurm(args):
+    import os
+    from . import slurm
+    if args.action == "report":
+        if args.sbatch:
+            raise CourseError(f"slurm report takes no sbatch options: {' '.join(args.sbatch)}")
+        return slurm.report(args.root, args.assignment, args.tasks, job=args.job)
+    return slurm.submit(args.root, args.assignment, args.tasks, args.sbatch, cpu=args.cpu, dry_run=args.dry_run,
+                        pythonpath=os.environ.get("PYTHONPATH"))
 
 
 def _feedback(args):
@@ -130,6 +142,24 @@ def parser():
     c.add_argument("shards", nargs="*", help="course folders of other hosts that graded shards (default: this one)")
     c.add_argument("--db", help="the gradebook (default: gradebook.db in the course folder)")
 
+    c = command("slurm", _slurm, "Grades on a Slurm cluster (the course folder on its shared file system): `slurm "
+                "grade` writes slurm/ASSIGNMENT/grade.sh and merge.sh and submits a job array of N shards (`course "
+                "grade --shard i/N`, one GPU each) and the merge after it, which reports the shards that did not "
+                "finish with their students; submitting again grades only the students not graded yet.",
+                assignment=None)
+    c.add_argument("action", choices=("grade", "report"), help="grade: write and submit the jobs; report: "
+                   "what the merge job runs after `course merge` (slurm/ASSIGNMENT/report.txt)")
+    c.add_argument("assignment", help="the assignment, a folder of source/ (e.g. grayscale)")
+    c.add_argument("--tasks", type=int, required=True, help="shards, one array task each (keep N when submitting "
+                   "again)")
+    c.add_argument("--cpu", action="store_true", help="no --gres=gpu:1, COURSE_CPU_MODE=1: for a partition without "
+                   "GPUs")
+    c.add_argument("--dry-run", action="store_true", help="write the batch scripts, submit nothing")
+    c.add_argument("--job", help="report: the job array's id (Slurm's state of each task)")
+    c.allow_abbrev = False  # the rest is sbatch's: its --time is not --tasks, nor anything of ours
+    c.epilog = ("Any other option is sbatch's, for the shards (--partition, --account and --qos also for the merge): "
+                "python -m course slurm grade grayscale --tasks 8 --time=2:00:00 --cpus-per-task=8")
+
     c = command("feedback", _feedback, "Writes feedback/<student>/<assignment>/*.html: each test with its verdict "
                 "and message; hidden tests' code and seeds left out.")
     c.add_argument("--student", action="append", help="only this student (repeatable)")
@@ -144,7 +174,11 @@ def parser():
 
 def main(argv=None):
     """Runs one command; bad input is an error message and exit status 2, with nothing changed."""
-    args = parser().parse_args(argv)
+    p = parser()
+    args, rest = p.parse_known_args(argv)
+    if rest and args.command != "slurm":  # only `slurm grade` passes options on (to sbatch)
+        p.error(f"unrecognized arguments: {' '.join(rest)}")
+    args.sbatch = rest
     import signal
 
     def terminated(signum, frame):

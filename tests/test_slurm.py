@@ -1,0 +1,320 @@
+"""`course slurm grade` against a real Slurm: Debian's slurm-wlm started here as a one-node cluster by the test.
+
+The fast tests read the batch scripts a dry run writes and the bad inputs. The slow one starts munged, slurmctld
+and slurmd (their files in a temporary folder, nothing of the machine's configuration used), grades the example
+class (alice, bob, carol) in 2 shards through Slurm with one shard cancelled while it grades, reads the merge
+job's report, submits again (only that shard's students are graded) and compares the gradebook with the marks
+one host's `course grade` gives (tests/test_cli.py). Without the Debian packages (or root, which slurmd needs) the
+slow test is skipped, unless COURSE_SLURM_TEST=required (as .ci/run sets it), which makes that a failure.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from course.grading import seeds
+from course.grading.grade import in_shard
+from course.grading.gradebook import grades
+from course.grading.slurm import array_spec
+from course.grading.submissions import write_submissions
+from tests.test_browser import free_port
+from tests.test_cli import SECRET, course, course_folder
+from tests.test_pipeline import EXPECTED_PASSES
+from tests.test_release import ROOT
+
+DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo")
+EXAMPLES = ("alice", "bob", "carol")
+SCORES = {"alice": 26, "bob": 10, "carol": 0}  # README: the example students' grayscale totals, graded on one host
+
+
+def tool(name):
+    """A Slurm or munge program's path (the daemons are in /usr/sbin, which a user's PATH may leave out), or None."""
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
+
+
+def missing_prerequisite():
+    """Why a local Slurm cannot be started here, or None."""
+    absent = [d for d in DAEMONS if tool(d) is None]
+    if absent:
+        return f"{', '.join(absent)} not installed (Debian: apt-get install slurm-wlm munge; .ci/slurm-deps does it)"
+    if os.geteuid() != 0:
+        return "slurmd runs jobs as their users and needs root here"
+    return None
+
+
+class LocalCluster:
+    """A one-node Slurm cluster on this machine (munged, slurmctld, slurmd), all its files in one folder."""
+
+    def __init__(self, folder, cpus=2):
+        self.dir = Path(folder)
+        self.cpus = cpus
+        self.host = subprocess.run(["hostname", "-s"], capture_output=True, text=True).stdout.strip() or \
+            socket.gethostname().split(".")[0]
+        self.conf = self.dir / "slurm.conf"
+        self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
+        self.procs = {}
+
+    def write_config(self):
+        """slurm.conf for one node: no cgroups (proctrack/linuxproc, task/none), no accounting, ports of its own."""
+        d = self.dir
+        for sub in ("state", "spool"):
+            (d / sub).mkdir(parents=True, exist_ok=True)
+        key = d / "munge.key"
+        key.write_bytes(os.urandom(1024))
+        key.chmod(0o400)
+        self.conf.write_text("\n".join([
+            "ClusterName=coursetest", f"SlurmctldHost={self.host}",
+            f"SlurmctldPort={free_port()}", f"SlurmdPort={free_port()}", "SlurmUser=root", "SlurmdUser=root",
+            "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={d / 'munge.socket'}",
+            f"StateSaveLocation={d / 'state'}", f"SlurmdSpoolDir={d / 'spool'}",
+            f"SlurmctldPidFile={d / 'slurmctld.pid'}", f"SlurmdPidFile={d / 'slurmd.pid'}",
+            f"SlurmctldLogFile={d / 'slurmctld.log'}", f"SlurmdLogFile={d / 'slurmd.log'}",
+            "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "JobAcctGatherType=jobacct_gather/none",
+            "AccountingStorageType=accounting_storage/none", "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_CPU", "MpiDefault=none", "ReturnToService=2",
+            "KillWait=5", "MinJobAge=600", "MessageTimeout=30",  # a cancelled task dies within seconds; finished jobs stay in scontrol
+            f"NodeName={self.host} CPUs={self.cpus} State=UNKNOWN",
+            f"PartitionName=debug Nodes={self.host} Default=YES MaxTime=INFINITE State=UP", ""]))
+        (d / "cgroup.conf").write_text("CgroupPlugin=autodetect\nIgnoreSystemd=yes\n")  # read, not used
+
+    def start(self, timeout=60):
+        """Starts munged, slurmctld and slurmd in the foreground of processes of ours; waits until the node is idle."""
+        self.write_config()
+        d = self.dir
+        commands = {"munged": [tool("munged"), "-F", "--force", f"--socket={d / 'munge.socket'}",
+                               f"--key-file={d / 'munge.key'}", f"--pid-file={d / 'munged.pid'}", f"--log-file={d / 'munged.log'}",
+                               f"--seed-file={d / 'munged.seed'}"],
+                    "slurmctld": [tool("slurmctld"), "-D", "-i"], "slurmd": [tool("slurmd"), "-D"]}
+        for name, cmd in commands.items():
+            self.procs[name] = subprocess.Popen(cmd, env=self.env, stdout=open(d / f"{name}.out", "w"),
+                                                stderr=subprocess.STDOUT, start_new_session=True)
+            if name == "munged":
+                self._wait(lambda: (d / "munge.socket").exists(), 20, "munged did not open its socket")
+        self._wait(lambda: self.run("sinfo", "-h", "-o", "%T").stdout.strip() == "idle", timeout,
+                   "the node did not become idle")
+        return self
+
+    def _wait(self, ready, timeout, what):
+        deadline = time.monotonic() + timeout
+        while not ready():
+            dead = [n for n, p in self.procs.items() if p.poll() is not None]
+            if dead or time.monotonic() > deadline:
+                logs = "\n".join(f"{p.name}: {p.read_text()[-1500:]}" for p in sorted(self.dir.glob("*.out")))
+                raise RuntimeError(f"{what} ({', '.join(dead) or 'timeout'}):\n{logs}")
+            time.sleep(0.5)
+
+    def run(self, *cmd, check=False):
+        """A Slurm command (sbatch, squeue, scancel...) on this cluster."""
+        return subprocess.run(list(cmd), env=self.env, capture_output=True, text=True, timeout=60, check=check)
+
+    def wait_jobs(self, jobs, timeout):
+        """Waits until none of the jobs is pending or running."""
+        deadline = time.monotonic() + timeout
+        while True:
+            queue = self.run("squeue", "-h", "-j", ",".join(map(str, jobs)))
+            if queue.returncode == 0 and not queue.stdout.strip():
+                return
+            # a busy controller answers "Socket timed out": that is not an empty queue
+            assert time.monotonic() < deadline, queue.stdout + queue.stderr
+            time.sleep(2)
+
+    def stop(self):
+        """Cancels every job, stops the daemons, and kills any step daemon left: nothing of the cluster keeps running."""
+        if "slurmctld" in self.procs and self.procs["slurmctld"].poll() is None:
+            self.run("scancel", "--user", str(os.getuid()))
+            deadline = time.monotonic() + 60
+            while self.run("squeue", "-h").stdout.strip() and time.monotonic() < deadline:
+                time.sleep(1)
+        for name in ("slurmd", "slurmctld", "munged"):
+            proc = self.procs.get(name)
+            if proc is None or proc.poll() is not None:
+                continue
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        for pid in self.leftovers():
+            os.kill(pid, signal.SIGKILL)
+
+    def leftovers(self):
+        """Processes of this cluster still running: its daemons, and the step daemons of its jobs."""
+        ours = {p.pid for p in self.procs.values()}
+        found = set()
+        for pattern in ("slurmstepd", "slurmd", "slurmctld", "munged"):
+            out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout
+            found |= {int(x) for x in out.split()}
+        mine = set()
+        for pid in found - {os.getpid()}:
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            # a step daemon's command line does not name our folder; on this machine nobody else runs Slurm
+            if pid in ours or str(self.dir) in cmdline or cmdline.startswith("slurmstepd"):
+                mine.add(pid)
+        return sorted(mine)
+
+
+def required():
+    """True where CI requires the slurm test to run (COURSE_SLURM_TEST=required)."""
+    return os.environ.get("COURSE_SLURM_TEST") == "required"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A running one-node cluster, stopped (and checked stopped) after the module's tests."""
+    reason = missing_prerequisite()
+    if reason and required():
+        pytest.fail(f"{reason} (COURSE_SLURM_TEST=required makes this a failure)", pytrace=False)
+    if reason:
+        pytest.skip(f"{reason}; COURSE_SLURM_TEST=required makes this a failure")
+    c = LocalCluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        yield c.start()
+    finally:
+        c.stop()
+        assert c.leftovers() == [], "Slurm processes left running"
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    """A course folder with grayscale released (stubs not compiled): nbgrader's gradebook made once for the module."""
+    root = course_folder(tmp_path_factory.mktemp("released") / "course", released=False)
+    course("release", "grayscale", "--no-compile", cwd=root)
+    return root
+
+
+@pytest.fixture
+def class_folder(released, tmp_path):
+    """A copy of the released course folder with the example students' submissions."""
+    root = shutil.copytree(released, tmp_path / "course")
+    write_submissions(ROOT / "examples", root / "release", root / "submitted", "grayscale")
+    return root
+
+
+# ---- fast: the scripts, and bad input (no Slurm needed)
+
+
+def test_a_dry_run_writes_readable_scripts_and_submits_nothing(class_folder):
+    root = class_folder
+    proc = course("slurm", "grade", "grayscale", "--tasks", "2", "--cpu", "--dry-run", "--time=1:00:00",
+                  "--partition", "short", cwd=root)
+    here = root / "slurm" / "grayscale"
+    grade, merge = (here / "grade.sh").read_text(), (here / "merge.sh").read_text()
+    assert '-m course grade grayscale --shard "$shard/2"' in grade and "shard=$SLURM_ARRAY_TASK_ID" in grade
+    assert "#SBATCH --array=1-2" in grade and "#SBATCH --time=1:00:00" in grade
+    assert "#SBATCH --partition short" in grade and "--gres" not in grade and "COURSE_CPU_MODE=1" in grade
+    assert "-m course merge grayscale" in merge and "course slurm report grayscale --tasks 2" in merge
+    assert "#SBATCH --partition short" in merge and "--time" not in merge.split("#SBATCH --job-name")[1]
+    for script in (here / "grade.sh", here / "merge.sh"):
+        assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    assert "shard 1/2: 1 to grade (bob)" in proc.stdout and "shard 2/2: 2 to grade (alice, carol)" in proc.stdout
+    assert not (here / "submitted.json").exists()
+    assert not list((root / "autograded" / ".course" / "grayscale").glob("shard-*"))  # a dry run leaves no shards
+    gpu = course("slurm", "grade", "grayscale", "--tasks", "3", "--dry-run", cwd=root)
+    assert "#SBATCH --gres=gpu:1" in (here / "grade.sh").read_text() and "COURSE_CPU_MODE" not in \
+        (here / "grade.sh").read_text()
+    assert "shard 3/3: 3 to grade" in gpu.stdout  # crc32 puts all three example students in shard 3 of 3
+
+
+def test_the_array_numbers_shards_as_course_grade_does():
+    assert array_spec([1, 2, 3, 5, 7, 8]) == "1-3,5,7-8" and array_spec([2]) == "2"
+    # task ids 1..N are `--shard i/N`: every student in exactly one of them
+    students = [f"s{i:02d}" for i in range(40)]
+    assert sorted(s for i in (1, 2, 3) for s in students if in_shard(s, (i, 3))) == students
+
+
+def test_bad_input_is_refused_and_changes_nothing(class_folder):
+    root = class_folder
+    env_path = os.environ.get("PATH", "")
+    no_slurm = os.pathsep.join(p for p in env_path.split(os.pathsep) if not (Path(p) / "sbatch").exists())
+    cases = [(("slurm", "grade", "nope", "--tasks", "2", "--dry-run"), "no assignment 'nope'", None),
+             (("slurm", "grade", "grayscale", "--tasks", "0", "--dry-run"), "--tasks 0", None),
+             (("slurm", "grade", "grayscale", "--tasks", "2", "oops", "--dry-run"), "not an sbatch option", None),
+             (("slurm", "grade", "grayscale", "--tasks", "2"), "sbatch is not on PATH", no_slurm),
+             (("grade", "grayscale", "--partition=gpu"), "unrecognized arguments", None),
+             (("slurm", "report", "grayscale", "--tasks", "2", "--partition=gpu"), "takes no sbatch options", None)]
+    for args, words, path in cases:
+        env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{path}"} if path else None
+        proc = subprocess.run([sys.executable, "-m", "course", *args], cwd=root, capture_output=True, text=True,
+                              env=env, timeout=300)
+        assert proc.returncode == 2 and words in proc.stderr, (args, proc.stderr)
+        assert not (root / "slurm").exists() and not list((root / "autograded").rglob("shard-*"))
+
+
+# ---- slow: the example class graded through a real Slurm, a shard cancelled, submitted again
+
+
+def gradebook(root):
+    """{student: {(notebook, test) passed}}, and {student: total}, from the course's gradebook."""
+    table = grades(f"sqlite:///{root / 'gradebook.db'}", "grayscale", root / "release")
+    passed = {s: {k for k, row in table.items() if s in row and row[s][0] == row[s][1]} for s in EXAMPLES}
+    totals = {s: sum(row[s][0] for row in table.values() if s in row) for s in EXAMPLES
+              if any(s in row for row in table.values())}
+    return passed, totals
+
+
+def submit(cluster, root):
+    """`course slurm grade grayscale --tasks 2 --cpu` on the cluster: (its output, the job ids it wrote)."""
+    env = {**cluster.env, seeds.SECRET_ENV: SECRET,
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run([sys.executable, "-m", "course", "slurm", "grade", "grayscale", "--tasks", "2", "--cpu"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    path = root / "slurm" / "grayscale" / "submitted.json"
+    return proc.stdout, json.loads(path.read_text()) if path.exists() else None
+
+
+def shard_ledger(root, i):
+    path = root / "autograded" / ".course" / "grayscale" / f"shard-{i}-of-2" / "ledger.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.mark.xdist_group("slurm")
+@pytest.mark.timeout(1200)
+def test_a_class_graded_through_slurm_survives_a_cancelled_shard(cluster, class_folder):
+    root = class_folder
+    assert [s for s in EXAMPLES if in_shard(s, (1, 2))] == ["bob"]  # shard 1 holds bob, shard 2 alice and carol
+    out, jobs = submit(cluster, root)
+    assert jobs["shards"] == [1, 2] and "shard 1/2: 1 to grade (bob)" in out
+    log = root / "slurm" / "grayscale" / "logs" / f"grade-{jobs['grade_job']}_1.out"
+    deadline = time.monotonic() + 300
+    while not (log.exists() and "to grade" in log.read_text()):  # shard 1 has started grading bob
+        assert time.monotonic() < deadline, cluster.run("squeue").stdout
+        time.sleep(1)
+    cluster.run("scancel", f"{jobs['grade_job']}_1", check=True)
+    cluster.wait_jobs([jobs["grade_job"], jobs["merge_job"]], timeout=900)
+
+    # the merge ran after the array however it ended: shard 2 merged, shard 1 reported with its student
+    report = (root / "slurm" / "grayscale" / "report.txt").read_text()
+    assert "shard 1/2: did not finish: CANCELLED" in report and "not graded: bob" in report, report
+    assert "shard 2/2: all 2 students graded" in report and "alice" not in report and "carol" not in report, report
+    passed, totals = gradebook(root)
+    assert totals == {"alice": SCORES["alice"], "carol": SCORES["carol"]}, totals
+    assert passed["alice"] == EXPECTED_PASSES["alice"]
+    assert shard_ledger(root, 1) == []  # bob was stopped mid-grading: no grade recorded for him
+
+    # submitted again: only shard 1 is submitted, and only bob graded
+    out, again = submit(cluster, root)
+    assert again["shards"] == [1] and again["grade_job"] != jobs["grade_job"], out
+    assert "shard 2/2: 0 to grade, 2 graded before" in out
+    cluster.wait_jobs([again["grade_job"], again["merge_job"]], timeout=900)
+    report = (root / "slurm" / "grayscale" / "report.txt").read_text()
+    assert "every student is graded" in report and "not graded" not in report, report
+    assert [e["student"] for e in shard_ledger(root, 1)] == ["bob"]
+    assert sorted(e["student"] for e in shard_ledger(root, 2)) == ["alice", "carol"]  # graded once, not again
+    passed, totals = gradebook(root)
+    assert totals == SCORES and passed == {s: EXPECTED_PASSES[s] for s in EXAMPLES}, (totals, passed)
+
+    # once more: nothing to grade, nothing submitted
+    out, last = submit(cluster, root)
+    assert "nothing to grade" in out and last == again
