@@ -21,11 +21,12 @@ from pathlib import Path
 
 from jupyter_client.manager import AsyncKernelManager
 
+from ..assignments import topic_modules
+
 SOCKET_ENV = "COURSE_WARM_KERNELS"  # the warm process's socket, set for the processes that may use it
 STUB = str(Path(__file__).with_name("warmstub.py"))
 PRELOAD = ("torch", "numpy", "course", "course.device", "course.ladder", "course.cuda", "course.harness.cuda",
-           "course.harness.python", "course.topics.grayscale", "course.topics.matmul", "ipykernel.kernelapp",
-           "ipykernel.ipkernel", "IPython")
+           "course.harness.python", *topic_modules(), "ipykernel.kernelapp", "ipykernel.ipkernel", "IPython")
 
 
 class WarmKernelManager(AsyncKernelManager):

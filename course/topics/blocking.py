@@ -11,6 +11,8 @@ from ..device import cpu_mode
 from ..harness.exercise import judges
 from ..processes import run_in_child
 
+__all__ = ("overrun_source", "check_launch_blocking")
+
 CPP_SRC = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"  # the lessons' declaration
 FAR = 1 << 28  # bytes past pixel i: 256 MiB, far beyond any memory PyTorch holds for a small tensor
 LAUNCH = re.compile(r"\brgb_to_grayscale\s*\(")

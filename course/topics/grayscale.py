@@ -8,6 +8,8 @@ from ..harness.exercise import Case, Exercise, expect_tensor, first, judges, wro
 from ..harness.python import check_python
 from ..images import photo, small_photo
 
+__all__ = ("rgb2grey", "check_rgb2grey", "check_rgb2grey_cuda")
+
 # Luma weights for red, green and blue (ITU-R BT.601, as in the lecture).
 WEIGHTS = (0.2989, 0.5870, 0.1140)
 # A float32 kernel computes the weighted sum with a rounding error far below 0.001 (FMA or not),

@@ -7,6 +7,8 @@ from ..harness.exercise import Case, judges, unwritten
 from ..harness.python import call_quietly
 from .grayscale import judge_grey
 
+__all__ = ("check_guard_left_out",)
+
 THREADS = 256  # the launcher's block size, as in grayscale/L2
 
 

@@ -16,6 +16,8 @@ from ..images import photo
 from ..processes import run_in_child
 from .grayscale import GREY_SLACK, RGB2GREY, rgb2grey_exact
 
+__all__ = ("check_printf_cuda",)
+
 FIRST = 5  # the exercise prints pixels i < 5
 LINE = re.compile(r"\bi\s*[=:]\s*(-?\d+)[^\d\n-]+?(-?\d+(?:\.\d+)?)")
 

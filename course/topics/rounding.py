@@ -15,6 +15,8 @@ from ..harness.python import check_python
 from ..images import photo, small_photo
 from .grayscale import judge_grey, rgb2grey, rgb2grey_exact
 
+__all__ = ("rounding_edges", "check_grey_identical", "check_grey_identical_cuda")
+
 CPP_SRC = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"  # the lessons' declaration: one binding for all
 W32 = [torch.tensor(w, dtype=torch.float32).double() for w in (0.2989, 0.5870, 0.1140)]  # the weights as float32
 

@@ -6,6 +6,8 @@ from ..harness.exercise import Case, Exercise, judges
 from ..images import photo
 from .grayscale import judge_grey
 
+__all__ = ("check_grey_threads_cuda",)
+
 CPP_SRC = "torch::Tensor rgb_to_grayscale(torch::Tensor input, int64_t threads);"
 SWEEP = (32, 64, 128, 256, 512, 1024)  # threads per block: one warp to the most a block may hold
 

@@ -13,6 +13,8 @@ from ..harness.exercise import Case, judges
 from ..harness.python import call_quietly
 from ..timing import AsyncWork, SlowFirstCall
 
+__all__ = ("check_timer",)
+
 WORK_MS = 20.0  # one call's work in the "waits" case: long against a launch (microseconds), short for a check
 FIRST_MS, LATER_MS = 600.0, 10.0  # the "warmup" case: a slow first call (the mean of 20 with it: 40 ms), then fast ones
 SLACK = (0.8, 2.5)  # a right timer reports between 0.8 and 2.5 times the work (sleeps overshoot, never undershoot)
