@@ -134,6 +134,9 @@ class Assignment:
     name: str
     root: Path
 
+    def __post_init__(self):
+        object.__setattr__(self, "root", Path(self.root))
+
     @property
     def notebooks(self):
         """Its source notebooks, in teaching order."""

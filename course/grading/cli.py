@@ -8,6 +8,7 @@
   merge     the shards of `grade --shard i/N` into the course's gradebook
   feedback  HTML feedback per student (hidden tests' code and seeds left out)
   export    grades as CSV, and which exercise the class failed, with which message (table and plot)
+  new       a new assignment to edit, declared whole: notebooks, topic module, examples, corpus skeleton
 """
 import argparse
 import sys
@@ -63,6 +64,16 @@ def _feedback(args):
 def _export(args):
     from .export import export
     return export(args.root, args.assignment, out=args.out, db=args.db)
+
+
+def _new(args):
+    from .layout import course_root
+    from .scaffold import scaffold
+    written = scaffold(args.root, args.assignment, rungs=args.rungs)
+    root = course_root(args.root)
+    print(f"wrote {len(written)} files for {args.assignment}:\n  " + "\n  ".join(str(p.relative_to(root)) for p in written))
+    print(f"next: python -m course release {args.assignment}; then make it yours: course/topics/{args.assignment}.py "
+          f"and source/{args.assignment}/ (README: Write your own assignment)")
 
 
 def parser():
@@ -139,6 +150,12 @@ def parser():
                 "failure message of each) and plot.")
     c.add_argument("--out", default="exports", help="the folder to write into (default: exports/)")
     c.add_argument("--db", help="the gradebook (default: gradebook.db in the course folder)")
+
+    c = command("new", _new, "Writes a new assignment to edit, declared whole: a notebook per rung in source/NAME/ "
+                "(reference, exercise, checks), course/topics/NAME.py (cases, comparison, hints), example students "
+                "in examples/NAME/ and a corpus skeleton in tests/corpus/NAME/. As written it is SAXPY (out = a*x + "
+                "y) and releases and grades at once.")
+    c.add_argument("--rungs", type=int, default=4, help="how many rungs: 1 (the Python loop) to 4 (up to CUDA C)")
     return p
 
 
