@@ -220,7 +220,7 @@ class Assignment:
         if not self.students():
             problems.append(f"examples/{self.name}/ has no example students: add a folder per student with one "
                             "<grade_id>.py per solution cell (a right one, a wrong one, an empty one)")
-        for student in self.students():
+        for student in self.students():  # an answer file for no solution cell would be silently left out
             unknown = sorted(p.stem for p in (self.root / "examples" / self.name / student).glob("*.py")
                              if p.stem not in solutions)
             if unknown:

@@ -2,6 +2,7 @@
 notebooks pass nbval. SAXPY (out = a*x + y), whose function takes a scalar, in a course folder of its own (the
 scaffold writes its topic module into the course package, so that folder holds a copy of the package)."""
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -41,7 +42,7 @@ def test_course_new_writes_notebooks_topic_examples_and_corpus(saxpy):
     names = {str(p.relative_to(folder)) for p in written}
     assert {f"source/saxpy/{r}.ipynb" for r in RUNGS} | {"course/topics/saxpy.py", "tests/corpus/saxpy/cases.py",
                                                           "examples/saxpy/alice/saxpy_cuda.py"} <= names
-    assert f"wrote {len(written)} files" in said and len(written) == 23
+    assert f"wrote {len(written)} files" in said and len(written) == 24
     again = course(folder, "course", "new", "saxpy", check=False)
     assert again.returncode == 2 and "exists already: source/saxpy" in again.stderr
     bad = course(folder, "course", "new", "Soft-Max", check=False)
@@ -60,6 +61,8 @@ def test_the_scaffold_releases_grades_a_right_and_a_wrong_student_gives_feedback
     lost = {s: {key for key, row in table.items() if row[s][0] < row[s][1]} for s in ("alice", "bob")}
     assert lost["alice"] == set()
     assert lost["bob"] == {("01_L0_loop", f"saxpy_py_{t}") for t in ("tiny", "ragged_sizes", "hidden_sizes")}
+    declared = json.loads((folder / "examples" / "saxpy" / "expected.json").read_text())  # what test_pipeline checks
+    assert {s: {tuple(k.split("/")) for k in keys} for s, keys in declared.items()} == lost
     course(folder, "course", "feedback", "saxpy")
     html = (folder / "feedback" / "bob" / "saxpy" / "01_L0_loop.html").read_text()
     assert "elements are wrong" in html and "a*x[i] + y[i]" in html

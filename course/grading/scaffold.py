@@ -314,9 +314,12 @@ def scaffold(root, name, rungs=4):
     for student, theirs in students.items():
         for grade_id, text in theirs.items():
             files[root / "examples" / name / student / f"{grade_id}.py"] = text
+    bob_loses = [f"{RUNGS[0]}/{name}_py_{test}" for test, _, _ in PY_TESTS] + [f"{RUNGS[0]}/{name}_py_hidden_sizes"]
+    files[root / "examples" / name / "expected.json"] = json.dumps({"alice": [], "bob": bob_loses}, indent=1) + "\n"
     files[root / "examples" / name / "README.md"] = (
         "# Example submissions\n\nEach folder is a student; each `<grade_id>.py` is what they left in that solution "
-        "cell (`make grade` grades them).\n\n| student | what they submitted | marks it deserves |\n|---|---|---|\n"
+        "cell (`make grade` grades them); expected.json lists the tests each must lose (tests/test_pipeline.py)."
+        "\n\n| student | what they submitted | marks it deserves |\n|---|---|---|\n"
         "| alice | the solutions | full marks |\n"
         f"| bob | L0 forgets `+ y[i]`; the other rungs right | every test but L0's |\n")
     cases = ""
