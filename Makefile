@@ -25,8 +25,8 @@ release: setup  ## source/ -> release/ through nbgrader (solutions out, C stubs 
 
 grade: release  ## the example submissions graded (several students at once, resumable, every test judged outside the kernel), grade tables
 	for a in $(EXAMPLES); do \
-	  $(PY) -m course.grading.submissions $$a && $(PY) -m course grade $$a && \
-	  $(PY) -m course.grading.gradebook $$a || exit 1; done
+	  $(PY) -m course examples $$a && $(PY) -m course grade $$a && \
+	  $(PY) -m course examples $$a --table || exit 1; done
 
 feedback: ## the HTML feedback students get (no hidden test's code or seed), grades and pass rates exported
 	for a in $(EXAMPLES); do $(PY) -m course feedback $$a && $(PY) -m course export $$a || exit 1; done

@@ -77,7 +77,7 @@ def test_a_gpu_cell_asks_on_gpu_so_cpu_mode_prints_why_it_does_not_run(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_cells_that_call_the_students_function_outside_checks_are_tagged_demo(path):
-    # course.verify skips them: a hang or crash there must not stop the clean re-run.
+    # `course verify` skips them: a hang or crash there must not stop the clean re-run.
     # the students' functions, as the solution cells declare them (a compiled module's are the next test's)
     student_call = re.compile(r"(?<![\w.:])(" + "|".join(sorted(STUDENT_FUNCTIONS)) + r")\(")
     for c in cells(path):

@@ -112,7 +112,7 @@ def order_hint(exercise):
 
 
 def judges(kind):
-    """Marks a check with what its first argument is, for course.verify: "python" (a function), "cuda" (cuda_src or module), "value"."""
+    """Marks a check with what its first argument is, for the judge and `course verify`: "python" (a function), "cuda" (cuda_src or module), "value"."""
     def mark(check):
         check.answer_kind = kind
         return check
