@@ -31,7 +31,8 @@ def rgb2grey_exact(x):
     return WEIGHTS[0] * r + WEIGHTS[1] * g + WEIGHTS[2] * b
 
 
-def _random_image(h, w, seed):
+def random_image(h, w, seed):
+    """A (3, h, w) uint8 image of seeded random values: the same for the same size and seed."""
     g = torch.Generator().manual_seed(seed)
     return torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=g)
 
@@ -56,7 +57,7 @@ def grey_cases(case, seed, rung):
             "tall_wide": [(40, 1), (1, 40)] if python else [(1000, 1), (1, 1000), (3, 3001)],
             "large": [(2000, 3000)],
         }[case]
-    return [Case(f"a {h}x{w} image", (_random_image(h, w, seed=h * 10007 + w + (seed or 0)),)) for h, w in sizes]
+    return [Case(f"a {h}x{w} image", (random_image(h, w, seed=h * 10007 + w + (seed or 0)),)) for h, w in sizes]
 
 
 CHANNELS = ("red", "green", "blue")

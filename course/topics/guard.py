@@ -1,20 +1,13 @@
 """The guard left out (drills/03): a Python rung without `if i < n` must raise IndexError where a block has idle threads, and be right where it has none."""
 import re
 
-import torch
-
 from ..harness.exercise import Case, judges, unwritten
 from ..harness.python import call_quietly
-from .grayscale import judge_grey
+from .grayscale import judge_grey, random_image
 
 __all__ = ("check_guard_left_out",)
 
 THREADS = 256  # the launcher's block size, as in grayscale/L2
-
-
-def _random_image(h, w, seed):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=g)
 
 
 def guard_cases(case):
@@ -22,7 +15,7 @@ def guard_cases(case):
     sizes = {"whole_blocks": [(16, 32), (1, 256)],  # 512 and 256 pixels: no thread without a pixel
              "ragged": [(7, 37), (33, 31), (1, 1)]}[case]  # 259, 1023 and 1 pixels: idle threads in the last block
     return [Case(f"a {h}x{w} image ({h * w:,} pixels, {-(-h * w // THREADS)} blocks of {THREADS})",
-                 (_random_image(h, w, seed=h * 10007 + w),)) for h, w in sizes]
+                 (random_image(h, w, seed=h * 10007 + w),)) for h, w in sizes]
 
 
 def _thread(message):
