@@ -8,7 +8,7 @@ that includes cuda_cpu.h without torch (under a second with its precompiled head
 unit with torch's headers (precompiled), each launch a call of a stub in the kernels' unit. They are
 linked with two cached objects: the runtime that runs a grid (cuda_cpu_runtime.cpp) and the Python
 binding of cpp_src (once per cpp_src and funcs). So an edited kernel compiles only its own unit. A source
-the split cannot follow is translated and compiled as one file, as before.
+the split cannot follow is translated and compiled as one file.
 """
 import ctypes
 import hashlib

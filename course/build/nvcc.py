@@ -1,5 +1,5 @@
 """load_cuda's GPU back end: the student's cuda_src split into a CUDA unit without torch (nvcc) and a C++ wrapper unit
-(g++ with a precompiled header), linked with the binding of cpp_src; a source that cannot be split is one .cu as before.
+(g++ with a precompiled header), linked with the binding of cpp_src; a source that cannot be split is built as one .cu, as load_inline builds it.
 
 A cold build compiles the three at once: on the course's H200 host nvcc takes about a second for the kernels,
 g++ a few for the wrapper (torch's headers) and the binding. An edited kernel compiles only the CUDA unit and
@@ -55,7 +55,7 @@ def _host_flags(cpp_extension):
 
 
 def _nvcc_flags(cpp_extension, flags):
-    """nvcc's flags as torch's cpp_extension gives them (so kernels compile exactly as before), plus ours."""
+    """nvcc's flags as torch's cpp_extension gives them (so kernels compile exactly as load_inline compiles them), plus ours."""
     arch = cpp_extension._get_cuda_arch_flags([])
     out = [os.path.join(cpp_extension.CUDA_HOME, "bin", "nvcc"), *cpp_extension.COMMON_NVCC_FLAGS, *arch,
            "--compiler-options", "-fPIC", *flags, "-std=c++20"]

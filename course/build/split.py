@@ -15,7 +15,7 @@ Templates launched from the wrapper are instantiated in the CUDA unit with the w
 
 analyse() reads the source and says how to split it, or raises Unsplittable with the reason: whatever it
 cannot place with certainty (a launch it cannot follow, host code that uses device data, conditional
-compilation, namespaces, ...) is built as one unit, as before (COURSE_SPLIT=0 builds every source so). The back ends (nvcc.py, cpu.py) write the
+compilation, namespaces, ...) is built as one unit (COURSE_SPLIT=0 builds every source so). The back ends (nvcc.py, cpu.py) write the
 units with the line directives that keep every compiler message on the student's line and column.
 """
 import os
