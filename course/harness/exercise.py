@@ -95,10 +95,15 @@ def expect_tensor(yours, what, where, shape, dtype, advice):
                              f"Hint: {advice['dtype']}")
 
 
+def split_hint(text):
+    """A verdict's message as (what is wrong, its hint or None): the hint is what follows its last "\nHint: "."""
+    head, _, hint = text.rpartition("\nHint: ")
+    return (head, hint) if head else (text, None)
+
+
 def with_hint(error, hint):
-    """error's message with its hint replaced by hint (a message's hint is its last line that starts "Hint: ")."""
-    text = str(error)
-    head = text.rsplit("\nHint: ", 1)[0] if "\nHint: " in text else text
+    """error's message with its hint replaced by hint."""
+    head, _ = split_hint(str(error))
     if element_of(error) is not None:
         return at_element(f"{head}\nHint: {hint}", error.element, error.case)
     return AssertionError(f"{head}\nHint: {hint}")
