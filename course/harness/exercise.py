@@ -1,5 +1,6 @@
 """An exercise as data: the inputs of each named case, the judge that compares an answer, its output's dtype."""
 from dataclasses import dataclass, field
+import functools
 from typing import Any, Callable
 
 import torch
@@ -117,8 +118,18 @@ def order_hint(exercise):
 
 
 def judges(kind):
-    """Marks a check with what its first argument is, for the judge and `course verify`: "python" (a function), "cuda" (cuda_src or module), "value"."""
+    """Marks a check with what its first argument is, for the judge and `course verify`: "python" (a function), "cuda"
+    (cuda_src or module), "value"; and shows its failure as the student's call and the message, without the course's
+    frames (pytest and IPython skip a frame holding __tracebackhide__; the frames below it are cut)."""
     def mark(check):
-        check.answer_kind = kind
-        return check
+        @functools.wraps(check)
+        def checked(*args, **kwargs):
+            __tracebackhide__ = True  # noqa: F841
+            try:
+                return check(*args, **kwargs)
+            except AssertionError as verdict:
+                raise verdict.with_traceback(None) from None  # what is wrong with the answer: the message
+        checked.__code__ = checked.__code__.replace(co_name=check.__name__, co_qualname=check.__qualname__)  # its frame's name
+        checked.answer_kind = kind
+        return checked
     return mark

@@ -63,7 +63,6 @@ def _launch_lines(script):
 @judges("value")
 def check_launch_blocking(script):
     """Runs your script in two fresh processes, CUDA_LAUNCH_BLOCKING=0 and =1, with far_src and cpp_src defined: the far overrun must raise, at the launch with 1 and at a later line with 0."""
-    __tracebackhide__ = True  # noqa: F841
     if not isinstance(script, str):
         raise AssertionError(f"pass the script as a string of Python, not {type(script).__name__}")
     launches = _launch_lines(script)

@@ -27,35 +27,31 @@ def _thread(message):
 @judges("python")
 def check_guard_left_out(fn, case="ragged"):
     """Checks a grayscale launcher whose kernel has no guard: right where every block is full ("whole_blocks"), IndexError past the end ("ragged")."""
-    __tracebackhide__ = True  # noqa: F841
     if case not in ("whole_blocks", "ragged"):
         raise ValueError(f"unknown case {case!r}; choose 'whole_blocks' or 'ragged'")
     what = getattr(fn, "__name__", "your function")
-    try:
-        for c in guard_cases(case):
-            n = c.args[0][0].numel()
-            try:
-                yours = call_quietly(fn, c.args, what, c.where)
-            except AssertionError as e:
-                cause = e.__cause__
-                if not isinstance(cause, IndexError):
-                    raise
-                where = _thread(str(cause))
-                i = where[0] * THREADS + where[1] if where else None
-                if case == "ragged" and (i is None or i >= n):
-                    continue  # the thread past the last pixel indexed past the end: what the drill is about
-                raise AssertionError(
-                    f"{what} raised IndexError for {c.where} in thread i = {i}, which has a pixel (n = {n:,}): "
-                    f"{str(cause).splitlines()[0]}\nHint: without the guard only the threads past the end (i >= n) "
-                    "may fail; this one indexes past a tensor although its pixel exists: check the index, "
-                    "i = blockidx*blockdim + threadidx, and the offsets x[i], x[i+n], x[i+2*n].") from None
-            if case == "ragged":
-                raise AssertionError(
-                    f"{what} raised no IndexError for {c.where}, although the last block has "
-                    f"{-(-n // THREADS) * THREADS - n} threads without a pixel.\nHint: this drill's kernel has no "
-                    "guard: leave out `if i < n:` (and any other test of i), so that those threads index past the "
-                    "end and blk_kernel raises, as CUDA would not.")
-            judge_grey(yours, c, what, unwritten(yours))
-    except AssertionError as verdict:
-        raise verdict.with_traceback(None) from None
+    for c in guard_cases(case):
+        n = c.args[0][0].numel()
+        try:
+            yours = call_quietly(fn, c.args, what, c.where)
+        except AssertionError as e:
+            cause = e.__cause__
+            if not isinstance(cause, IndexError):
+                raise
+            where = _thread(str(cause))
+            i = where[0] * THREADS + where[1] if where else None
+            if case == "ragged" and (i is None or i >= n):
+                continue  # the thread past the last pixel indexed past the end: what the drill is about
+            raise AssertionError(
+                f"{what} raised IndexError for {c.where} in thread i = {i}, which has a pixel (n = {n:,}): "
+                f"{str(cause).splitlines()[0]}\nHint: without the guard only the threads past the end (i >= n) "
+                "may fail; this one indexes past a tensor although its pixel exists: check the index, "
+                "i = blockidx*blockdim + threadidx, and the offsets x[i], x[i+n], x[i+2*n].") from None
+        if case == "ragged":
+            raise AssertionError(
+                f"{what} raised no IndexError for {c.where}, although the last block has "
+                f"{-(-n // THREADS) * THREADS - n} threads without a pixel.\nHint: this drill's kernel has no "
+                "guard: leave out `if i < n:` (and any other test of i), so that those threads index past the "
+                "end and blk_kernel raises, as CUDA would not.")
+        judge_grey(yours, c, what, unwritten(yours))
     print(f"{what}: {case} passed" + (" (IndexError past the end, as it must)" if case == "ragged" else ""))

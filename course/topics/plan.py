@@ -65,13 +65,9 @@ def judge_examples(examples, what):
 @judges("python")
 def check_plan_l0(fn, case="examples"):
     """Runs fn() (your my_examples) and checks that your L0 agrees with your reference on every example."""
-    __tracebackhide__ = True  # noqa: F841
     if case != "examples":
         raise ValueError(f"unknown case {case!r}; the plan's check has one: 'examples'")
     what = getattr(fn, "__name__", "your function")
-    try:
-        examples = call_quietly(fn, (), what, "your examples", seconds=SECONDS)
-        judge_examples(examples, what)
-    except AssertionError as verdict:
-        raise verdict.with_traceback(None) from None
+    examples = call_quietly(fn, (), what, "your examples", seconds=SECONDS)
+    judge_examples(examples, what)
     print(f"{what}: {len(examples)} examples, your L0 agrees with your reference: passed")

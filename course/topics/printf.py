@@ -97,7 +97,6 @@ def judge_lines(lines, img, where):
 @judges("cuda")
 def check_printf_cuda(answer, case="photo"):
     """Runs your compiled rgb_to_grayscale in a fresh process on one case ("photo", "small") and judges the lines its kernel printed."""
-    __tracebackhide__ = True  # noqa: F841
     if case not in ("photo", "small"):
         raise ValueError(f"unknown case {case!r}; choose 'photo' or 'small'")
     path, func = compiled(RGB2GREY, answer)
@@ -109,8 +108,5 @@ def check_printf_cuda(answer, case="photo"):
     if not run.ok:
         raise AssertionError(f"running your function on {where} failed: {run.error}\nHint: the kernel must still "
                              "compute every pixel; print only from threads with i < 5 and i < n.") from None
-    try:
-        judge_lines(run.stdout.splitlines(), img, where)
-    except AssertionError as verdict:
-        raise verdict.with_traceback(None) from None
+    judge_lines(run.stdout.splitlines(), img, where)
     print(f"{func}: printf {case} passed")
