@@ -31,12 +31,16 @@ class Exercise:
 
     def inputs(self, case, seed, rung):
         """The cases of a named input case for a rung, with a clear error for an unknown name or a missing seed."""
-        names = self.case_names[rung]
-        if case not in names:
-            raise ValueError(f"unknown case {case!r}; choose one of {list(names)}")
+        require_case(case, self.case_names[rung])
         if case == "random" and seed is None:
             raise ValueError("the random case needs a seed: check_...(fn, 'random', seed=1234)")
         return self.cases(case, seed, rung)
+
+
+def require_case(case, names):
+    """ValueError unless case is one of a check's case names, listing them."""
+    if case not in names:
+        raise ValueError(f"unknown case {case!r}; choose one of {list(names)}")
 
 
 def fill_byte(dtype):

@@ -1,7 +1,7 @@
 """The guard left out (drills/03): a Python rung without `if i < n` must raise IndexError where a block has idle threads, and be right where it has none."""
 import re
 
-from ..harness.exercise import Case, judges, unwritten
+from ..harness.exercise import Case, judges, require_case, unwritten
 from ..harness.python import call_quietly
 from .grayscale import judge_grey, random_image
 
@@ -27,8 +27,7 @@ def _thread(message):
 @judges("python")
 def check_guard_left_out(fn, case="ragged"):
     """Checks a grayscale launcher whose kernel has no guard: right where every block is full ("whole_blocks"), IndexError past the end ("ragged")."""
-    if case not in ("whole_blocks", "ragged"):
-        raise ValueError(f"unknown case {case!r}; choose 'whole_blocks' or 'ragged'")
+    require_case(case, ("whole_blocks", "ragged"))
     what = getattr(fn, "__name__", "your function")
     for c in guard_cases(case):
         n = c.args[0][0].numel()

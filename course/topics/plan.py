@@ -6,7 +6,7 @@ example, that there are at least two examples of different shapes, and that the 
 """
 import torch
 
-from ..harness.exercise import judges, unwritten
+from ..harness.exercise import judges, require_case, unwritten
 from ..harness.python import call_quietly
 
 __all__ = ("check_plan_l0",)
@@ -65,8 +65,7 @@ def judge_examples(examples, what):
 @judges("python")
 def check_plan_l0(fn, case="examples"):
     """Runs fn() (your my_examples) and checks that your L0 agrees with your reference on every example."""
-    if case != "examples":
-        raise ValueError(f"unknown case {case!r}; the plan's check has one: 'examples'")
+    require_case(case, ("examples",))
     what = getattr(fn, "__name__", "your function")
     examples = call_quietly(fn, (), what, "your examples", seconds=SECONDS)
     judge_examples(examples, what)

@@ -11,7 +11,7 @@ import tempfile
 import torch
 
 from ..harness.cuda import compiled
-from ..harness.exercise import judges
+from ..harness.exercise import judges, require_case
 from ..images import photo
 from ..processes import run_in_child
 from .grayscale import GREY_SLACK, RGB2GREY, rgb2grey_exact
@@ -97,8 +97,7 @@ def judge_lines(lines, img, where):
 @judges("cuda")
 def check_printf_cuda(answer, case="photo"):
     """Runs your compiled rgb_to_grayscale in a fresh process on one case ("photo", "small") and judges the lines its kernel printed."""
-    if case not in ("photo", "small"):
-        raise ValueError(f"unknown case {case!r}; choose 'photo' or 'small'")
+    require_case(case, ("photo", "small"))
     path, func = compiled(RGB2GREY, answer)
     where, img = printf_cases(case)
     with tempfile.TemporaryDirectory(prefix="course-printf-") as tmp:

@@ -9,7 +9,7 @@ import time
 import torch
 
 from ..device import synchronize
-from ..harness.exercise import Case, judges
+from ..harness.exercise import Case, judges, require_case
 from ..harness.python import call_quietly
 from ..timing import AsyncWork, SlowFirstCall
 
@@ -75,8 +75,7 @@ def judge_timer(yours, work, what, where, wall_ms, left_running=False):
 @judges("python")
 def check_timer(fn, case="waits"):
     """Checks a timer fn(work) -> milliseconds: "waits" (work that runs like a launch) or "warmup" (a slow first call)."""
-    if case not in ("waits", "warmup"):
-        raise ValueError(f"unknown case {case!r}; choose 'waits' or 'warmup'")
+    require_case(case, ("waits", "warmup"))
     what = getattr(fn, "__name__", "your timer")
     for c in timer_cases(case, None, "python"):
         start = time.perf_counter()
