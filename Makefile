@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PATH := $(abspath $(VENV))/bin:$(PATH)
 ASSIGNMENTS ?= $(notdir $(wildcard source/*))
-# one test worker a core (on the 2-core machine a third made `make test` slower: 35.8 min against 32.8)
+# one test worker a core (a third on the 2-core machine made `make test` slower)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # the assignments with example submissions (make grade grades them)
 EXAMPLES ?= $(notdir $(wildcard examples/*))
@@ -12,8 +12,8 @@ EXAMPLES ?= $(notdir $(wildcard examples/*))
 
 setup: $(VENV)/.installed
 
-# pip compiles every .py it installs (a minute of one core): leave it: where PYTHONDONTWRITEBYTECODE=1 (as on this
-# machine) nothing else would, and every process importing torch compiled it again (a CI run took 44 min, not 35)
+# pip compiles every .py it installs (a minute of one core): leave it: where PYTHONDONTWRITEBYTECODE=1 nothing else
+# would, and every process importing torch would compile it again
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -25,8 +25,8 @@ release: setup  ## source/ -> release/ through nbgrader (solutions out, C stubs 
 
 grade: release  ## the example submissions graded (several students at once, resumable, every test judged outside the kernel), grade tables
 	for a in $(EXAMPLES); do \
-	  $(PY) -m course.grading.submissions $$a && $(PY) -m course grade $$a && \
-	  $(PY) -m course.grading.gradebook $$a || exit 1; done
+	  $(PY) -m course examples $$a && $(PY) -m course grade $$a && \
+	  $(PY) -m course examples $$a --table || exit 1; done
 
 feedback: ## the HTML feedback students get (no hidden test's code or seed), grades and pass rates exported
 	for a in $(EXAMPLES); do $(PY) -m course feedback $$a && $(PY) -m course export $$a || exit 1; done

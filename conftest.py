@@ -6,11 +6,16 @@ GPU (timings, sanitizer output); each says why in its notebook. On a GPU host al
 Scheduling (pytest-xdist, --dist loadgroup): a notebook's cells share one kernel, so they go to one worker as a
 group; the slow groups start first, so that the two workers end together instead of one waiting for the other.
 """
+from pathlib import Path
+
 import pytest
 import torch
 
-# the slowest groups first (each a shared fixture: the corpus, a class graded by the CLI, the nbgrader pipelines)
-SLOW_FIRST = ("cli-grayscale", "corpus", "pipeline-grayscale", "pipeline-matmul", "pipeline-drills", "build", "slurm")
+from course.assignments import pipeline_groups
+
+# the slowest groups first (each a shared fixture: the corpus, a class graded by the CLI, the nbgrader pipelines of
+# the assignments in source/, those with the most notebooks to grade first, and the `course new` scaffold)
+SLOW_FIRST = ("cli-grayscale", "corpus", *pipeline_groups(Path(__file__).parent), "scaffold", "build", "slurm")
 
 
 def _group(item):

@@ -25,6 +25,7 @@ import nbformat
 import pytest
 import torch
 
+from course.assignments import Assignment
 from course.device import cpu_mode
 from course.grading.seeds import is_test_cell
 from course.harness import cuda as harness_cuda
@@ -45,6 +46,7 @@ def _load(topic):
 
 
 SPECS = {t: _load(t) for t in TOPICS}
+EXERCISES = {t: Assignment(t, ROOT).exercises() for t in TOPICS}  # solution grade_id -> its notebook and test cells
 CASES = {f"{t}/{name}": case for t in TOPICS for name, case in SPECS[t].CASES.items()}
 
 
@@ -55,7 +57,7 @@ def is_cuda(key):
 
 def notebook_cells(topic, exercise, answer):
     """(grade_id of a test cell, or None for any other cell, code) in the order the exercise's notebook runs them."""
-    stem, prefix = SPECS[topic].EXERCISES[exercise]
+    stem, prefix = EXERCISES[topic][exercise].notebook, EXERCISES[topic][exercise].prefix
     nb = nbformat.read(ROOT / "source" / topic / f"{stem}.ipynb", as_version=4)
     out = []
     for cell in nb.cells:
@@ -185,17 +187,22 @@ def test_the_corpus_is_big_and_varied_enough(topic):
     cuda = [c for c in cases.values() if c.exercise.endswith("_cuda")]
     python = [c for c in cases.values() if not c.exercise.endswith("_cuda")]
     wrong = lambda c: bool(expected_failures(c))  # noqa: E731
-    assert sum(wrong(c) for c in cuda) >= 15 and sum(not wrong(c) for c in cuda) >= 6
-    assert sum(wrong(c) for c in python) >= 5 and sum(not wrong(c) for c in python) >= 3
+    counts = {"known-wrong CUDA": (sum(wrong(c) for c in cuda), 15), "known-right CUDA": (sum(not wrong(c) for c in cuda), 6),
+              "known-wrong Python": (sum(wrong(c) for c in python), 5),
+              "known-right Python": (sum(not wrong(c) for c in python), 3)}
+    kinds = {"CUDA" if e.endswith("_cuda") else "Python" for e in EXERCISES[topic]}
+    short = [f"{have} {kind} answers (at least {need})" for kind, (have, need) in counts.items()
+             if have < need and kind.split()[1] in kinds]
+    assert not short, f"tests/corpus/{topic}/cases.py lists too few answers: " + ", ".join(short)
     assert len({c.what for c in cases.values()}) == len(cases), "each case a distinct mistake or style"
     for name, case in cases.items():
         assert (CORPUS / topic / name / f"{case.exercise}.py").exists(), name
-        assert case.exercise in SPECS[topic].EXERCISES, name
+        assert case.exercise in EXERCISES[topic], name
 
 
 @pytest.mark.parametrize("topic", TOPICS)
 def test_every_exercise_has_test_cells(topic):
-    for exercise in SPECS[topic].EXERCISES:
+    for exercise in EXERCISES[topic]:
         assert [t for t, _ in notebook_cells(topic, exercise, "") if t], exercise
 
 

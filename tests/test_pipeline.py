@@ -4,6 +4,7 @@ The CUDA tests run on the GPU where there is one, and in CPU mode elsewhere: the
 The tests judge the outcome (the gradebook, each autograded notebook, the course's own records), never
 the lines that nbgrader, Jupyter or a kernel happen to log.
 """
+import json
 import os
 import shutil
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course.assignments import declared
 from course.device import cpu_mode
 from course.grading.gradebook import grade_table, grades
 from course.grading.autograde import SafeExecute  # noqa: F401 (the execute step under test, configured in nbgrader_config)
@@ -332,3 +334,35 @@ def test_each_drills_student_gets_the_marks_their_answers_deserve(graded_drills)
     assert full["carol"] == set()
     score = {s: sum(table[key][s][0] for key in auto) for s in full}
     assert score == {"alice": 64, "bob": 39 if cpu_mode() else 36, "carol": 0}  # examples/drills/README.md
+
+
+# ---- every other assignment (`course new`'s among them): each example student loses exactly the tests that
+# examples/<assignment>/expected.json lists. The assignments above have blocks of their own, which say more.
+OWN_BLOCKS = ("grayscale", "matmul", "drills")
+OTHERS = [a for a in declared(ROOT) if a.name not in OWN_BLOCKS]
+
+
+@pytest.fixture(scope="session")  # a module's fixture is torn down whenever xdist runs another module's test in between
+def graded_examples(tmp_path_factory):
+    done = {}
+
+    def graded(assignment):
+        if assignment.name not in done:
+            done[assignment.name] = autograded_course(tmp_path_factory, assignment.name, assignment.students(), set())
+        return done[assignment.name]
+    return graded
+
+
+@pytest.mark.parametrize("assignment", [pytest.param(a, id=a.name, marks=pytest.mark.xdist_group(f"pipeline-{a.name}"))
+                                        for a in OTHERS])
+def test_each_example_student_loses_the_tests_their_examples_declare(graded_examples, assignment):
+    declared_losses = ROOT / "examples" / assignment.name / "expected.json"
+    assert declared_losses.is_file(), f"{declared_losses.relative_to(ROOT)} is missing: list the tests each example " \
+                                      "student must lose, {\"student\": [\"notebook/grade_id\", ...]}"
+    expected = json.loads(declared_losses.read_text())
+    course = graded_examples(assignment)
+    table = grades(f"sqlite:///{course / 'gradebook.db'}", assignment.name, course / "release")
+    assert sorted(expected) == assignment.students()
+    for student, losses in expected.items():
+        lost = {f"{nb}/{gid}" for (nb, gid), row in table.items() if row[student][0] < row[student][1]}
+        assert lost == set(losses), student

@@ -8,7 +8,7 @@ that includes cuda_cpu.h without torch (under a second with its precompiled head
 unit with torch's headers (precompiled), each launch a call of a stub in the kernels' unit. They are
 linked with two cached objects: the runtime that runs a grid (cuda_cpu_runtime.cpp) and the Python
 binding of cpp_src (once per cpp_src and funcs). So an edited kernel compiles only its own unit. A source
-the split cannot follow is translated and compiled as one file, as before.
+the split cannot follow is translated and compiled as one file.
 """
 import ctypes
 import hashlib
@@ -16,7 +16,6 @@ import os
 import re
 import subprocess
 import sysconfig
-import time
 from pathlib import Path
 
 import torch
@@ -367,27 +366,13 @@ def build(name, build_dir, cuda_src, cpp_src, funcs, flags, verbose=False):
     rejected = host_calls_from_device(body)
     if rejected:  # g++ would build it; nvcc would not: a source must not work in one mode only
         raise objects.BuildFailed([objects.Job("kernel (g++)", [_compiler()], "", ".cpp", output="\n".join(rejected))])
-    root = build_dir.parent
-    t = time.perf_counter()
-    jobs, how, plan = plan_jobs(root, cuda_src, cpp_src, funcs, bool(flags))
-    planned = time.perf_counter() - t
-    try:  # the kernels' unit lacks torch's headers: a kernel that used what they declare is built as one unit
-        jobs, how = split.compile_split(root, jobs, how, plan, lambda why: plan_jobs(
-            root, cuda_src, cpp_src, funcs, bool(flags), one_unit=why), verbose)
-    finally:
-        objects.start_pch()
-    compiled = objects.last_cpu_seconds
     cpp_extension = quiet_cpp_extension()
     ldflags = [f"-L{lib}" for lib in cpp_extension.library_paths("cpu")] + ["-lc10", "-ltorch_cpu", "-ltorch",
                                                                            "-ltorch_python"]
-    path = build_dir / f"{name}.so"
-    linked = objects.link([j.obj for j in jobs], path, ldflags, name, _BINDING_NAME, fast=True)
-    t = time.perf_counter()
-    module = objects.import_module(name, path)
-    report = {"how": how, "steps": {"analyse": planned, **{
-        j.label + (" [cached]" if j.cached else " [with PCH]" if getattr(j, "pch", False) else ""): j.seconds
-        for j in jobs}, "link": linked, "import": time.perf_counter() - t}, "compile_cpu_seconds": compiled}
-    return module, report
+    # the kernels' unit lacks torch's headers: a kernel that used what they declare is built as one unit
+    return split.build_module(name, build_dir, lambda one_unit=None: plan_jobs(
+        build_dir.parent, cuda_src, cpp_src, funcs, bool(flags), one_unit=one_unit), ldflags, _BINDING_NAME, verbose,
+        fast=True)
 
 
 def launch_count(module):

@@ -1,5 +1,5 @@
 """load_cuda's GPU back end: the student's cuda_src split into a CUDA unit without torch (nvcc) and a C++ wrapper unit
-(g++ with a precompiled header), linked with the binding of cpp_src; a source that cannot be split is one .cu as before.
+(g++ with a precompiled header), linked with the binding of cpp_src; a source that cannot be split is built as one .cu, as load_inline builds it.
 
 A cold build compiles the three at once: on the course's H200 host nvcc takes about a second for the kernels,
 g++ a few for the wrapper (torch's headers) and the binding. An edited kernel compiles only the CUDA unit and
@@ -8,7 +8,6 @@ the first build. The binding is cached by cpp_src and funcs.
 """
 import os
 import sysconfig
-import time
 
 import torch
 
@@ -55,7 +54,7 @@ def _host_flags(cpp_extension):
 
 
 def _nvcc_flags(cpp_extension, flags):
-    """nvcc's flags as torch's cpp_extension gives them (so kernels compile exactly as before), plus ours."""
+    """nvcc's flags as torch's cpp_extension gives them (so kernels compile exactly as load_inline compiles them), plus ours."""
     arch = cpp_extension._get_cuda_arch_flags([])
     out = [os.path.join(cpp_extension.CUDA_HOME, "bin", "nvcc"), *cpp_extension.COMMON_NVCC_FLAGS, *arch,
            "--compiler-options", "-fPIC", *flags, "-std=c++20"]
@@ -123,24 +122,10 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, flags, one_unit=None):
 def build(name, build_dir, cuda_src, cpp_src, funcs, flags, verbose):
     """Compiles the module into build_dir; returns (module, report): how it was built and each step's seconds."""
     cpp_extension = set_build_env()
-    root = build_dir.parent
-    t = time.perf_counter()
-    jobs, how, plan = plan_jobs(root, cuda_src, cpp_src, funcs, flags)
-    planned = time.perf_counter() - t
-    try:  # what the split cannot build, nvcc builds as one unit, as torch's load_inline would
-        jobs, how = split.compile_split(root, jobs, how, plan, lambda why: plan_jobs(
-            root, cuda_src, cpp_src, funcs, flags, one_unit=why), verbose, any_failure=True)
-    finally:
-        objects.start_pch()
-    compiled = objects.last_cpu_seconds
     ldflags = ([f"-L{lib}" for lib in cpp_extension.library_paths("cuda")] +
                ["-lc10", "-lc10_cuda", "-ltorch_cpu", "-ltorch_cuda", "-ltorch", "-ltorch_python",
                 f"-L{os.path.join(cpp_extension.CUDA_HOME, 'lib64')}", "-lcudart"])
-    path = build_dir / f"{name}.so"
-    linked = objects.link([j.obj for j in jobs], path, ldflags, name, _BINDING_NAME)
-    t = time.perf_counter()
-    module = objects.import_module(name, path)
-    report = {"how": how, "steps": {"analyse": planned, **{
-        j.label + (" [cached]" if j.cached else " [with PCH]" if getattr(j, "pch", False) else ""): j.seconds
-        for j in jobs}, "link": linked, "import": time.perf_counter() - t}, "compile_cpu_seconds": compiled}
-    return module, report
+    # what the split cannot build, nvcc builds as one unit, as torch's load_inline would
+    return split.build_module(name, build_dir, lambda one_unit=None: plan_jobs(
+        build_dir.parent, cuda_src, cpp_src, funcs, flags, one_unit=one_unit), ldflags, _BINDING_NAME, verbose,
+        any_failure=True)

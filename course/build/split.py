@@ -15,11 +15,12 @@ Templates launched from the wrapper are instantiated in the CUDA unit with the w
 
 analyse() reads the source and says how to split it, or raises Unsplittable with the reason: whatever it
 cannot place with certainty (a launch it cannot follow, host code that uses device data, conditional
-compilation, namespaces, ...) is built as one unit, as before (COURSE_SPLIT=0 builds every source so). The back ends (nvcc.py, cpu.py) write the
+compilation, namespaces, ...) is built as one unit (COURSE_SPLIT=0 builds every source so). The back ends (nvcc.py, cpu.py) write the
 units with the line directives that keep every compiler message on the student's line and column.
 """
 import os
 import re
+import time
 from dataclasses import dataclass, field
 
 from . import objects
@@ -825,3 +826,27 @@ def describe(cuda_src):
     except Unsplittable as e:
         return False, str(e)
     return True, "split"
+
+
+def build_module(name, build_dir, plan, ldflags, binding, verbose=False, any_failure=False, fast=False):
+    """Compiles what plan(one_unit=None) plans (split, or one unit where it fails), links and imports the module.
+
+    Returns (module, report): how it was built and the seconds of each step. Both back ends build through here.
+    """
+    root = build_dir.parent
+    t = time.perf_counter()
+    jobs, how, units = plan()
+    planned = time.perf_counter() - t
+    try:
+        jobs, how = compile_split(root, jobs, how, units, lambda why: plan(one_unit=why), verbose, any_failure=any_failure)
+    finally:
+        objects.start_pch()
+    compiled = objects.last_cpu_seconds
+    path = build_dir / f"{name}.so"
+    linked = objects.link([j.obj for j in jobs], path, ldflags, name, binding, fast=fast)
+    t = time.perf_counter()
+    module = objects.import_module(name, path)
+    report = {"how": how, "steps": {"analyse": planned, **{
+        j.label + (" [cached]" if j.cached else " [with PCH]" if getattr(j, "pch", False) else ""): j.seconds
+        for j in jobs}, "link": linked, "import": time.perf_counter() - t}, "compile_cpu_seconds": compiled}
+    return module, report

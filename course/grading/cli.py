@@ -9,6 +9,8 @@
   slurm     grade on a Slurm cluster: a job array of shards, then the merge (`slurm grade`), and its report
   feedback  HTML feedback per student (hidden tests' code and seeds left out)
   export    grades as CSV, and which exercise the class failed, with which message (table and plot)
+  new       a new assignment to edit, declared whole: notebooks, topic module, examples, corpus skeleton
+  examples  the example students' submissions written from examples/ (make grade), and their grade table
 """
 import argparse
 import sys
@@ -75,6 +77,32 @@ def _feedback(args):
 def _export(args):
     from .export import export
     return export(args.root, args.assignment, out=args.out, db=args.db)
+
+
+def _new(args):
+    from .layout import course_root
+    from .scaffold import scaffold
+    written = scaffold(args.root, args.assignment, rungs=args.rungs)
+    root = course_root(args.root)
+    print(f"wrote {len(written)} files for {args.assignment}:\n  " + "\n  ".join(str(p.relative_to(root)) for p in written))
+    print(f"next: python -m course release {args.assignment}; then make it yours: course/topics/{args.assignment}.py "
+          f"and source/{args.assignment}/ (README: Write your own assignment)")
+
+
+def _examples(args):
+    from .layout import course_root, db_url, require_assignment
+    root = course_root(args.root)
+    require_assignment(root, args.assignment)
+    if args.table:
+        from .gradebook import grade_table
+        print(grade_table(db_url(root, args.db), args.assignment, root / "release"))
+        return
+    from .submissions import write_submissions
+    try:
+        students = write_submissions(root / "examples", root / "release", root / "submitted", args.assignment)
+    except (FileNotFoundError, ValueError) as e:
+        raise CourseError(str(e)) from None
+    print(f"wrote submissions of {args.assignment} for {', '.join(students)} into submitted/")
 
 
 def parser():
@@ -168,6 +196,18 @@ def parser():
     c = command("export", _export, "Writes the grades as CSV and a per-exercise pass-rate table (with the commonest "
                 "failure message of each) and plot.")
     c.add_argument("--out", default="exports", help="the folder to write into (default: exports/)")
+    c.add_argument("--db", help="the gradebook (default: gradebook.db in the course folder)")
+
+    c = command("new", _new, "Writes a new assignment to edit, declared whole: a notebook per rung in source/NAME/ "
+                "(reference, exercise, checks), course/topics/NAME.py (cases, comparison, hints), example students "
+                "in examples/NAME/ and a corpus skeleton in tests/corpus/NAME/. As written it is SAXPY (out = a*x + "
+                "y) and releases and grades at once.")
+    c.add_argument("--rungs", type=int, default=4, help="how many rungs: 1 (the Python loop) to 4 (up to CUDA C)")
+
+    c = command("examples", _examples, "Writes submitted/<student>/<assignment>/ for each example student of "
+                "examples/<assignment>/ (their answers in the released notebooks), to grade as a class; --table "
+                "prints the grade table instead.")
+    c.add_argument("--table", action="store_true", help="print the gradebook's table of every test and student")
     c.add_argument("--db", help="the gradebook (default: gradebook.db in the course folder)")
     return p
 

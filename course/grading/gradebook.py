@@ -1,5 +1,4 @@
 """The grade table an instructor reads after autograding: one row per exercise, one column per student."""
-import argparse
 from pathlib import Path
 
 import nbformat
@@ -63,15 +62,3 @@ def grade_table(db_url, assignment, release="release"):
     lines.append(f"{'total':<{first}}" + "".join(f"{f'{t[0]:g}/{t[1]:g}':>{width}}" for t in totals.values()))
     return "\n".join(lines)
 
-
-def main(argv=None):
-    """Prints the grade table: python -m course.gradebook ASSIGNMENT [--db URL]."""
-    p = argparse.ArgumentParser(description=main.__doc__)
-    p.add_argument("assignment")
-    p.add_argument("--db", default="sqlite:///gradebook.db")
-    args = p.parse_args(argv)
-    print(grade_table(args.db, args.assignment))
-
-
-if __name__ == "__main__":
-    main()

@@ -3,6 +3,7 @@ import os
 import time
 from pathlib import Path
 
+from ..assignments import Assignment
 from .compile import build_all, compile_jobs, job_key
 from .layout import CourseError, assignments, course_root, read_notebook, require_assignment, run_nbgrader
 from .trusted import unjudgeable
@@ -25,6 +26,10 @@ def release(root, assignment=None, check_stubs=True):
         require_assignment(root, assignment)
     if not todo:
         raise CourseError(f"{root / 'source'} holds no assignments")
+    for a in todo:  # the declaration is whole (course/assignments.py), before anything
+        missing = Assignment(a, root).release_problems()
+        if missing:
+            raise CourseError(f"assignment {a} is not fully declared:\n  " + "\n  ".join(missing))
     for a in todo:  # every test cell must be one the judge can run (course/grading/trusted.py), before anything
         problems = [f"{a}/{p.stem} cell {gid}: {why}" for p in sorted((root / "source" / a).glob("*.ipynb"))
                     for gid, why in unjudgeable(read_notebook(p))]

@@ -1,4 +1,4 @@
-"""`course verify`: graded submissions re-run in clean processes (course.verify), each with the student's own hidden cases."""
+"""`course verify`: graded submissions re-run in clean processes (course/grading/verify.py), each with the student's own hidden cases."""
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor

@@ -50,19 +50,3 @@ def write_submissions(examples, release, submitted, assignment):
         students.append(folder.name)
     return students
 
-
-def main(argv=None):
-    """Writes the example submissions: python -m course.grading.submissions ASSIGNMENT [--examples DIR]."""
-    import argparse
-    p = argparse.ArgumentParser(description=main.__doc__)
-    p.add_argument("assignment")
-    p.add_argument("--examples", default="examples")
-    p.add_argument("--release", default="release")
-    p.add_argument("--submitted", default="submitted")
-    args = p.parse_args(argv)
-    students = write_submissions(args.examples, args.release, args.submitted, args.assignment)
-    print(f"wrote submissions of {args.assignment} for {', '.join(students)} into {args.submitted}/")
-
-
-if __name__ == "__main__":
-    main()

@@ -28,7 +28,8 @@ from . import integrity
 from .child import Job
 from .evidence import guard_hint
 from .origin import cuda_facts, with_facts
-from .exercise import Case, Exercise, at_element, element_of, fill_byte, order_hint, same, unwritten, with_hint
+from .exercise import (Case, Exercise, at_element, element_of, fill_byte, order_hint, require_case, same, unwritten,
+                       with_hint)
 
 TIMEOUT = 60  # seconds for one check's child process: the largest case takes well under 1 s to run
 BUILD_TIMEOUT = 1800  # seconds for building a check's cuda_src: a cold CPU-mode build takes about a minute
@@ -386,8 +387,7 @@ def _order_matters(job):
 def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
     """Checks the compiled function of an exercise on one case in child processes: an input case, or memory, race, integrity."""
     names = list(exercise.case_names["cuda"]) + [m for m in MODES if m in exercise.case_names.get("modes", MODES)]
-    if case not in names:
-        raise ValueError(f"unknown case {case!r}; choose one of {names}")
+    require_case(case, names)
     cpu = cpu_mode()
     if not cpu:
         require_gpu(f"check of {exercise.func} ({case!r})")

@@ -1,5 +1,6 @@
 """An exercise as data: the inputs of each named case, the judge that compares an answer, its output's dtype."""
 from dataclasses import dataclass, field
+import functools
 from typing import Any, Callable
 
 import torch
@@ -30,12 +31,16 @@ class Exercise:
 
     def inputs(self, case, seed, rung):
         """The cases of a named input case for a rung, with a clear error for an unknown name or a missing seed."""
-        names = self.case_names[rung]
-        if case not in names:
-            raise ValueError(f"unknown case {case!r}; choose one of {list(names)}")
+        require_case(case, self.case_names[rung])
         if case == "random" and seed is None:
             raise ValueError("the random case needs a seed: check_...(fn, 'random', seed=1234)")
         return self.cases(case, seed, rung)
+
+
+def require_case(case, names):
+    """ValueError unless case is one of a check's case names, listing them."""
+    if case not in names:
+        raise ValueError(f"unknown case {case!r}; choose one of {list(names)}")
 
 
 def fill_byte(dtype):
@@ -95,10 +100,15 @@ def expect_tensor(yours, what, where, shape, dtype, advice):
                              f"Hint: {advice['dtype']}")
 
 
+def split_hint(text):
+    """A verdict's message as (what is wrong, its hint or None): the hint is what follows its last "\nHint: "."""
+    head, _, hint = text.rpartition("\nHint: ")
+    return (head, hint) if head else (text, None)
+
+
 def with_hint(error, hint):
-    """error's message with its hint replaced by hint (a message's hint is its last line that starts "Hint: ")."""
-    text = str(error)
-    head = text.rsplit("\nHint: ", 1)[0] if "\nHint: " in text else text
+    """error's message with its hint replaced by hint."""
+    head, _ = split_hint(str(error))
     if element_of(error) is not None:
         return at_element(f"{head}\nHint: {hint}", error.element, error.case)
     return AssertionError(f"{head}\nHint: {hint}")
@@ -112,8 +122,18 @@ def order_hint(exercise):
 
 
 def judges(kind):
-    """Marks a check with what its first argument is, for course.verify: "python" (a function), "cuda" (cuda_src or module), "value"."""
+    """Marks a check with what its first argument is, for the judge and `course verify`: "python" (a function), "cuda"
+    (cuda_src or module), "value"; and shows its failure as the student's call and the message, without the course's
+    frames (pytest and IPython skip a frame holding __tracebackhide__; the frames below it are cut)."""
     def mark(check):
-        check.answer_kind = kind
-        return check
+        @functools.wraps(check)
+        def checked(*args, **kwargs):
+            __tracebackhide__ = True  # noqa: F841
+            try:
+                return check(*args, **kwargs)
+            except AssertionError as verdict:
+                raise verdict.with_traceback(None) from None  # what is wrong with the answer: the message
+        checked.__code__ = checked.__code__.replace(co_name=check.__name__, co_qualname=check.__qualname__)  # its frame's name
+        checked.answer_kind = kind
+        return checked
     return mark

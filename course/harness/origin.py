@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from .exercise import at_element, unwritten, with_hint
+from .exercise import at_element, split_hint, unwritten, with_hint
 
 OTHER_FILL = 0x5C  # the second run's fill byte: an element that holds each run's fill was written by no thread
 SHOWN = 6          # elements a lone thread wrote, listed
@@ -44,7 +44,7 @@ def with_facts(error, lines):
         return error
     proven = facts_hint(error, lines)
     text = str(error) if proven is None else str(with_hint(error, proven))
-    head, hint = text.rsplit("\nHint: ", 1) if "\nHint: " in text else (text, None)
+    head, hint = split_hint(text)
     body = head + "".join(f"\n  {line}" for line in lines) + (f"\nHint: {hint}" if hint is not None else "")
     return at_element(body, getattr(error, "element", None), getattr(error, "case", 0))
 
@@ -58,7 +58,7 @@ READS_UNWRITTEN = ("what your kernel wrote depends on what the memory held befor
 
 def facts_hint(error, lines):
     """A hint the facts prove, for a verdict whose own hint could not name the cause; None when there is none."""
-    if "cannot name" in str(error).rsplit("\nHint: ", 1)[-1] and any(line.startswith(MEMORY_BEFORE) for line in lines):
+    if "cannot name" in (split_hint(str(error))[1] or str(error)) and any(line.startswith(MEMORY_BEFORE) for line in lines):
         return READS_UNWRITTEN
     return None
 

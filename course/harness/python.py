@@ -68,7 +68,6 @@ def _clear_ran():
 
 def call_quietly(fn, args, what, where, seconds=None, hang_hint=None):
     """Calls fn(*args) with its printing captured, a time limit and pre-filled outputs; a failure becomes an AssertionError."""
-    __tracebackhide__ = True  # noqa: F841 (IPython and pytest leave the course's frames out of a traceback)
     seconds = seconds or PYTHON_TIMEOUT
     ran = _clear_ran()
     try:
@@ -90,37 +89,33 @@ def call_quietly(fn, args, what, where, seconds=None, hang_hint=None):
 
 def check_python(exercise, fn, case, seed=None, hang_hint=None):
     """Runs a Python-rung function on every input of a case and judges each answer; raises AssertionError on the first wrong one."""
-    __tracebackhide__ = True  # noqa: F841
     if not callable(fn):
         raise TypeError(f"pass your function itself, e.g. check_...({exercise.name}_py), not {fn!r}")
     what = getattr(fn, "__name__", "your function")
-    try:
-        for c in exercise.inputs(case, seed, "python"):
-            before = [a.clone() if isinstance(a, torch.Tensor) else a for a in c.args]
-            yours = call_quietly(fn, c.args, what, c.where, hang_hint=hang_hint)
-            if any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in zip(c.args, before)):
-                raise AssertionError(f"{what} changed its input for {c.where}. "
-                                     "Hint: write only into the output tensor.")
-            never = unwritten(yours)
-            from ..ladder import ran
-            try:  # the hints speak the lesson's names, the student's own where the source shows them
-                words = {"lang": "python", **python_words(ran.get("kernel") or fn)}
-            except Exception:  # reading the evidence must never hide the verdict
-                words = {"lang": "python"}
-            try:
-                exercise.judge(yours, replace(c, words=words), what, never)
-            except AssertionError as e:
-                # What the runners did (no thread, too few, kernels returning their values) outweighs what the
-                # output alone suggests, when the judge found wrong elements that were never written.
-                seen = (runner_hint(ran, exercise.out_numel(c), bool(never.all()), never)
-                        if never is not None and "never written" in str(e) else None)
-                e = with_hint(e, seen) if seen else e
-                if element_of(e) is not None:
-                    try:
-                        e = with_facts(e, python_facts(yours, e.element))
-                    except Exception:  # reading the evidence must never hide the verdict
-                        pass
-                raise e from None
-    except AssertionError as verdict:
-        raise verdict.with_traceback(None) from None  # what is wrong with the answer: the message below
+    for c in exercise.inputs(case, seed, "python"):
+        before = [a.clone() if isinstance(a, torch.Tensor) else a for a in c.args]
+        yours = call_quietly(fn, c.args, what, c.where, hang_hint=hang_hint)
+        if any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in zip(c.args, before)):
+            raise AssertionError(f"{what} changed its input for {c.where}. "
+                                 "Hint: write only into the output tensor.")
+        never = unwritten(yours)
+        from ..ladder import ran
+        try:  # the hints speak the lesson's names, the student's own where the source shows them
+            words = {"lang": "python", **python_words(ran.get("kernel") or fn)}
+        except Exception:  # reading the evidence must never hide the verdict
+            words = {"lang": "python"}
+        try:
+            exercise.judge(yours, replace(c, words=words), what, never)
+        except AssertionError as e:
+            # What the runners did (no thread, too few, kernels returning their values) outweighs what the
+            # output alone suggests, when the judge found wrong elements that were never written.
+            seen = (runner_hint(ran, exercise.out_numel(c), bool(never.all()), never)
+                    if never is not None and "never written" in str(e) else None)
+            e = with_hint(e, seen) if seen else e
+            if element_of(e) is not None:
+                try:
+                    e = with_facts(e, python_facts(yours, e.element))
+                except Exception:  # reading the evidence must never hide the verdict
+                    pass
+            raise e from None
     print(f"{what}: {case} passed")

@@ -11,6 +11,8 @@ from ..device import cpu_mode
 from ..harness.exercise import judges
 from ..processes import run_in_child
 
+__all__ = ("overrun_source", "check_launch_blocking")
+
 CPP_SRC = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"  # the lessons' declaration
 FAR = 1 << 28  # bytes past pixel i: 256 MiB, far beyond any memory PyTorch holds for a small tensor
 LAUNCH = re.compile(r"\brgb_to_grayscale\s*\(")
@@ -61,7 +63,6 @@ def _launch_lines(script):
 @judges("value")
 def check_launch_blocking(script):
     """Runs your script in two fresh processes, CUDA_LAUNCH_BLOCKING=0 and =1, with far_src and cpp_src defined: the far overrun must raise, at the launch with 1 and at a later line with 0."""
-    __tracebackhide__ = True  # noqa: F841
     if not isinstance(script, str):
         raise AssertionError(f"pass the script as a string of Python, not {type(script).__name__}")
     launches = _launch_lines(script)

@@ -10,6 +10,8 @@ from ..harness.exercise import (Case, Exercise, expect_tensor, first, judges, or
                                 wrong_elements)
 from ..harness.python import check_python
 
+__all__ = ("weights", "check_matmul", "check_matmul_cuda", "check_matmul_tiled", "check_matmul_tiled_cuda")
+
 U32 = 2.0 ** -24  # float32's unit roundoff: half the gap between 1 and the next float32
 SAMPLE = 64  # wrong elements a hint's candidate causes are tested on: enough to tell them apart, cheap at 1024^3
 CPP_SRC = "torch::Tensor matmul(torch::Tensor m, torch::Tensor n);"

@@ -6,8 +6,10 @@ example, that there are at least two examples of different shapes, and that the 
 """
 import torch
 
-from ..harness.exercise import judges, unwritten
+from ..harness.exercise import judges, require_case, unwritten
 from ..harness.python import call_quietly
+
+__all__ = ("check_plan_l0",)
 
 RTOL, ATOL = 1e-4, 1e-5  # float outputs: a loop and PyTorch may add in other orders; integers and bools: exactly
 SECONDS = 120  # all examples together: a Python loop over a few thousand elements takes seconds
@@ -63,13 +65,8 @@ def judge_examples(examples, what):
 @judges("python")
 def check_plan_l0(fn, case="examples"):
     """Runs fn() (your my_examples) and checks that your L0 agrees with your reference on every example."""
-    __tracebackhide__ = True  # noqa: F841
-    if case != "examples":
-        raise ValueError(f"unknown case {case!r}; the plan's check has one: 'examples'")
+    require_case(case, ("examples",))
     what = getattr(fn, "__name__", "your function")
-    try:
-        examples = call_quietly(fn, (), what, "your examples", seconds=SECONDS)
-        judge_examples(examples, what)
-    except AssertionError as verdict:
-        raise verdict.with_traceback(None) from None
+    examples = call_quietly(fn, (), what, "your examples", seconds=SECONDS)
+    judge_examples(examples, what)
     print(f"{what}: {len(examples)} examples, your L0 agrees with your reference: passed")

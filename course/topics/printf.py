@@ -11,10 +11,12 @@ import tempfile
 import torch
 
 from ..harness.cuda import compiled
-from ..harness.exercise import judges
+from ..harness.exercise import judges, require_case
 from ..images import photo
 from ..processes import run_in_child
 from .grayscale import GREY_SLACK, RGB2GREY, rgb2grey_exact
+
+__all__ = ("check_printf_cuda",)
 
 FIRST = 5  # the exercise prints pixels i < 5
 LINE = re.compile(r"\bi\s*[=:]\s*(-?\d+)[^\d\n-]+?(-?\d+(?:\.\d+)?)")
@@ -95,9 +97,7 @@ def judge_lines(lines, img, where):
 @judges("cuda")
 def check_printf_cuda(answer, case="photo"):
     """Runs your compiled rgb_to_grayscale in a fresh process on one case ("photo", "small") and judges the lines its kernel printed."""
-    __tracebackhide__ = True  # noqa: F841
-    if case not in ("photo", "small"):
-        raise ValueError(f"unknown case {case!r}; choose 'photo' or 'small'")
+    require_case(case, ("photo", "small"))
     path, func = compiled(RGB2GREY, answer)
     where, img = printf_cases(case)
     with tempfile.TemporaryDirectory(prefix="course-printf-") as tmp:
@@ -107,8 +107,5 @@ def check_printf_cuda(answer, case="photo"):
     if not run.ok:
         raise AssertionError(f"running your function on {where} failed: {run.error}\nHint: the kernel must still "
                              "compute every pixel; print only from threads with i < 5 and i < n.") from None
-    try:
-        judge_lines(run.stdout.splitlines(), img, where)
-    except AssertionError as verdict:
-        raise verdict.with_traceback(None) from None
+    judge_lines(run.stdout.splitlines(), img, where)
     print(f"{func}: printf {case} passed")

@@ -13,7 +13,9 @@ from ..harness.cuda import check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, first, judges, wrong_elements
 from ..harness.python import check_python
 from ..images import photo, small_photo
-from .grayscale import judge_grey, rgb2grey, rgb2grey_exact
+from .grayscale import judge_grey, random_image, rgb2grey, rgb2grey_exact
+
+__all__ = ("rounding_edges", "check_grey_identical", "check_grey_identical_cuda")
 
 CPP_SRC = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"  # the lessons' declaration: one binding for all
 W32 = [torch.tensor(w, dtype=torch.float32).double() for w in (0.2989, 0.5870, 0.1140)]  # the weights as float32
@@ -137,11 +139,6 @@ WHY = {
 }
 
 
-def _random_image(h, w, seed):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=g)
-
-
 def identical_cases(case, seed, rung):
     """The named inputs of a byte-identical check for a rung: Cases of one (3, H, W) uint8 image each."""
     if case == "edges":
@@ -155,7 +152,7 @@ def identical_cases(case, seed, rung):
         sizes = [tuple(int(v) for v in torch.randint(1, largest + 1, (2,), generator=g)) for _ in range(3)]
     else:
         sizes = {"tiny": [(1, 1)], "ragged": [(7, 37), (1, 257), (33, 31)], "large": [(2000, 3000)]}[case]
-    return [Case(f"a {h}x{w} image", (_random_image(h, w, seed=h * 10007 + w + (seed or 0)),)) for h, w in sizes]
+    return [Case(f"a {h}x{w} image", (random_image(h, w, seed=h * 10007 + w + (seed or 0)),)) for h, w in sizes]
 
 
 def judge_identical(yours, case, what, unwritten=None):

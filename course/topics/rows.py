@@ -9,6 +9,8 @@ from ..harness.cuda import check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, judges, wrong_elements
 from ..harness.python import check_python
 
+__all__ = ("check_row_sum", "check_row_max", "check_row_sum_cuda", "check_row_max_cuda")
+
 U32 = 2.0 ** -24  # float32's unit roundoff
 SUM_CPP_SRC = "torch::Tensor row_sum(torch::Tensor x);"
 MAX_CPP_SRC = "torch::Tensor row_max(torch::Tensor x);"

@@ -4,15 +4,12 @@ import torch
 from ..harness.cuda import check_cuda
 from ..harness.exercise import Case, Exercise, judges
 from ..images import photo
-from .grayscale import judge_grey
+from .grayscale import judge_grey, random_image
+
+__all__ = ("check_grey_threads_cuda",)
 
 CPP_SRC = "torch::Tensor rgb_to_grayscale(torch::Tensor input, int64_t threads);"
 SWEEP = (32, 64, 128, 256, 512, 1024)  # threads per block: one warp to the most a block may hold
-
-
-def _random_image(h, w, seed):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=g)
 
 
 def threads_cases(case, seed, rung):
@@ -25,11 +22,11 @@ def threads_cases(case, seed, rung):
         out = []
         for t in SWEEP:
             h, w = (int(v) for v in torch.randint(1, 700, (2,), generator=g))
-            img = _random_image(h, w, seed + h * 10007 + w)
+            img = random_image(h, w, seed + h * 10007 + w)
             out.append(Case(f"a {h}x{w} image, {t} threads a block", (img, t)))
         return out
     sizes = {"tiny": [(1, 1)], "ragged": [(7, 37), (33, 31), (1, 2049)]}[case]
-    return [Case(f"a {h}x{w} image, {t} threads a block", (_random_image(h, w, seed=h * 10007 + w), t))
+    return [Case(f"a {h}x{w} image, {t} threads a block", (random_image(h, w, seed=h * 10007 + w), t))
             for h, w in sizes for t in SWEEP]
 
 

@@ -9,9 +9,11 @@ import time
 import torch
 
 from ..device import synchronize
-from ..harness.exercise import Case, judges
+from ..harness.exercise import Case, judges, require_case
 from ..harness.python import call_quietly
 from ..timing import AsyncWork, SlowFirstCall
+
+__all__ = ("check_timer",)
 
 WORK_MS = 20.0  # one call's work in the "waits" case: long against a launch (microseconds), short for a check
 FIRST_MS, LATER_MS = 600.0, 10.0  # the "warmup" case: a slow first call (the mean of 20 with it: 40 ms), then fast ones
@@ -73,19 +75,14 @@ def judge_timer(yours, work, what, where, wall_ms, left_running=False):
 @judges("python")
 def check_timer(fn, case="waits"):
     """Checks a timer fn(work) -> milliseconds: "waits" (work that runs like a launch) or "warmup" (a slow first call)."""
-    __tracebackhide__ = True  # noqa: F841
-    if case not in ("waits", "warmup"):
-        raise ValueError(f"unknown case {case!r}; choose 'waits' or 'warmup'")
+    require_case(case, ("waits", "warmup"))
     what = getattr(fn, "__name__", "your timer")
-    try:
-        for c in timer_cases(case, None, "python"):
-            start = time.perf_counter()
-            yours = call_quietly(fn, c.args, what, c.where)
-            wall_ms = (time.perf_counter() - start) * 1e3
-            work = c.args[0]
-            left_running = isinstance(work, AsyncWork) and work.pending()
-            synchronize()  # what the timer left running is not the next case's, nor the notebook's
-            judge_timer(yours, work, what, c.where, wall_ms, left_running)
-    except AssertionError as verdict:
-        raise verdict.with_traceback(None) from None
+    for c in timer_cases(case, None, "python"):
+        start = time.perf_counter()
+        yours = call_quietly(fn, c.args, what, c.where)
+        wall_ms = (time.perf_counter() - start) * 1e3
+        work = c.args[0]
+        left_running = isinstance(work, AsyncWork) and work.pending()
+        synchronize()  # what the timer left running is not the next case's, nor the notebook's
+        judge_timer(yours, work, what, c.where, wall_ms, left_running)
     print(f"{what}: {case} passed")

@@ -20,50 +20,15 @@ named must pass. What the tests feed an answer:
 Where a GPU and CPU mode give different verdicts (g++ does not fuse multiply-adds; a CPU-mode launch runs its
 kernel before it returns), `gpu` and `cpu` give each mode's.
 """
-from dataclasses import dataclass, field
+from tests.corpus.answers import Case, every, tests_of
 
-# exercise (the grade_id of its solution cell) -> (notebook, the grade_id prefix of its test cells)
-EXERCISES = {
-    "drill1_rungs": ("01_byte_identical", "drill1_rungs_"),
-    "drill1_exact_cuda": ("01_byte_identical", "drill1_exact_cuda_"),
-    "drill2_rows_py": ("02_row_reductions", "drill2_rows_py_"),
-    "drill2_rows_k": ("02_row_reductions", "drill2_rows_pyk_"),
-    "drill2_rows_bk": ("02_row_reductions", "drill2_rows_pybk_"),
-    "drill2_row_sum_cuda": ("02_row_reductions", "drill2_row_sum_cuda_"),
-    "drill2_row_max_cuda": ("02_row_reductions", "drill2_row_max_cuda_"),
-    "drill3_no_guard": ("03_guard_left_out", "drill3_no_guard_"),
-    "drill4_threads_cuda": ("04_threads_per_block", "drill4_threads_cuda_"),
-    "drill4_timer": ("04_threads_per_block", "drill4_timer_"),
-    "drill5_matmul_cuda": ("05_matmul_small_then_large", "drill5_matmul_cuda_"),
-    "drill6_script": ("06_launch_blocking", "drill6_script_"),
-    "drill7_printf_cuda": ("07_printf", "drill7_printf_cuda_"),
-    "drill8_l0": ("08_next_kernel_plan", "drill8_l0_"),
-}
-
-
-@dataclass(frozen=True)
-class Case:
-    exercise: str   # grade_id of the solution cell the answer fills (the file name)
-    what: str       # one line: the mistake, or for a right answer its style
-    fails: dict = field(default_factory=dict)   # test -> a phrase its failure message must contain
-    gpu: dict = None   # where the verdicts differ between modes: those on a GPU ...
-    cpu: dict = None   # ... and those in CPU mode (fails is then unused)
-
-
-EXACT = ("tiny", "ragged_sizes", "edges", "photo", "large", "hidden_sizes", "memory", "integrity")
-ROWS = ("ragged_sizes", "negative", "long_rows", "no_rows", "hidden_sizes", "memory", "integrity")
-THREADS = ("tiny", "ragged_sizes", "photo", "hidden_sizes", "memory", "integrity")
+EXACT = tests_of("drills", "drill1_exact_cuda")
+ROWS = tests_of("drills", "drill2_row_sum_cuda")
+THREADS = tests_of("drills", "drill4_threads_cuda")
 
 FMA = "fused multiply-adds"
 WRONG = "are wrong"
 NEVER = "never written"
-
-
-def every(tests, phrase, but=(), **special):
-    """{test: phrase} for each of tests except those in but; special gives some tests another phrase."""
-    out = {t: phrase for t in tests if t not in but}
-    out.update(special)
-    return out
 
 
 CASES = {

@@ -20,24 +20,10 @@ b=30: exact grey 216.3997) were computed from the images course.topics.grayscale
 are for the seeds in the source notebooks (4021, 5113, 6229 for L0-L2; 7351 for L3: 107x383, 183x27, 190x60
 and 62x1) and hold for almost any seed; a `what` says where the seed matters.
 """
-from dataclasses import dataclass, field
+from tests.corpus.answers import Case, every, tests_of
 
-# exercise (the grade_id of its solution cell) -> (notebook, the grade_id prefix of its test cells)
-EXERCISES = {"rgb2grey_py": ("01_L0_loop", "rgb2grey_py_"), "rgb2grey_k": ("02_L1_run_kernel", "rgb2grey_pyk_"),
-             "rgb2grey_bk": ("03_L2_blk_kernel", "rgb2grey_pybk_"), "rgb_to_grayscale_cuda": ("04_L3_cuda", "rgb_to_grayscale_cuda_")}
-
-
-@dataclass(frozen=True)
-class Case:
-    exercise: str   # grade_id of the solution cell the answer fills (the file name)
-    what: str       # one line: the mistake, or for a right answer its style
-    fails: dict = field(default_factory=dict)   # test -> a phrase its failure message must contain; every test not named must pass
-
-
-PY_TESTS = ("tiny", "ragged_sizes", "tall_and_wide", "photo", "hidden_sizes")
-CUDA_TESTS = ("tiny", "ragged_sizes", "tall_and_wide", "photo", "large", "hidden_sizes", "memory", "integrity")
-EXERCISE_TESTS = {"rgb2grey_py": PY_TESTS, "rgb2grey_k": PY_TESTS, "rgb2grey_bk": PY_TESTS,
-                  "rgb_to_grayscale_cuda": CUDA_TESTS}
+PY_TESTS = tests_of("grayscale", "rgb2grey_py")
+CUDA_TESTS = tests_of("grayscale", "rgb_to_grayscale_cuda")
 
 # The phrases the failure messages carry.
 PIXELS = "pixels are wrong"
@@ -46,13 +32,6 @@ SHAPE = "returned shape"
 INPUT = "changed its input"
 RAISED = "raised"
 OOB = "out-of-bounds"
-
-
-def every(tests, phrase, but=(), **special):
-    """{test: phrase} for each of tests except those in but; special gives some tests another phrase."""
-    out = {t: phrase for t in tests if t not in but}
-    out.update(special)
-    return out
 
 
 def py(phrase, but=(), **special):

@@ -13,37 +13,14 @@ Every test, memory and integrity included, also judges the product, so an answer
 ragged sizes fails memory and integrity too. A race's verdicts depend on how the threads happen to run:
 `gpu` and `cpu` give a case's verdicts where the two differ (see the case's `what`).
 """
-from dataclasses import dataclass, field
+from tests.corpus.answers import Case, every, tests_of
 
-# exercise (the grade_id of its solution cell) -> (notebook, the grade_id prefix of its test cells)
-EXERCISES = {"matmul": ("01_L0_loop", "matmul_"), "matmul_k": ("02_L1_run_kernel", "matmul_pyk_"),
-             "matmul_bk": ("03_L2_blk_kernel", "matmul_2d_"), "matmul_cuda": ("04_L3_cuda", "matmul_cuda_"),
-             "matmul_tiled_bk": ("05_tiling", "matmul_tiled_py_"), "matmul_tiled_cuda": ("05_tiling", "matmul_tiled_cuda_")}
-
-
-@dataclass(frozen=True)
-class Case:
-    exercise: str   # grade_id of the solution cell the answer fills (the file name)
-    what: str       # one line: the mistake, or for a right answer its style
-    fails: dict = field(default_factory=dict)   # test -> a phrase its failure message must contain
-    gpu: dict = None   # where the verdicts differ between modes: those on a GPU ...
-    cpu: dict = None   # ... and those in CPU mode (fails is then unused)
-
-
-PY_TESTS = ("tiny", "ragged_sizes", "tall_and_skinny", "all_different", "digits", "hidden_sizes")
-CUDA_TESTS = ("tiny", "ragged_sizes", "tall_and_skinny", "all_different", "digits", "large", "hidden_sizes",
-              "memory", "integrity")
-TILED_TESTS = CUDA_TESTS + ("race",)
+PY_TESTS = tests_of("matmul", "matmul")
+CUDA_TESTS = tests_of("matmul", "matmul_cuda")
+TILED_TESTS = tests_of("matmul", "matmul_tiled_cuda")
 
 WRONG = "elements are wrong"
 NEVER = "never written"
-
-
-def every(tests, phrase, but=(), **special):
-    """{test: phrase} for each of tests except those in but; special gives some tests another phrase."""
-    out = {t: phrase for t in tests if t not in but}
-    out.update(special)
-    return out
 
 
 def py(phrase, but=(), **special):

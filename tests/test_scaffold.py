@@ -1,0 +1,77 @@
+"""`course new`: an assignment scaffolded whole releases, grades, gives feedback and exports as generated, and its
+notebooks pass nbval. SAXPY (out = a*x + y), whose function takes a scalar, in a course folder of its own (the
+scaffold writes its topic module into the course package, so that folder holds a copy of the package)."""
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from course.grading.gradebook import grades
+from course.grading.submissions import write_submissions
+from tests.test_release import ROOT
+
+pytestmark = [pytest.mark.xdist_group("scaffold"), pytest.mark.timeout(1800)]
+RUNGS = ("01_L0_loop", "02_L1_run_kernel", "03_L2_blk_kernel", "04_L3_cuda")
+
+
+def course(folder, *args, check=True):
+    """Runs `python -m course ARGS` in folder, with folder's copy of the package imported."""
+    proc = subprocess.run([sys.executable, "-m", *args], cwd=folder, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(folder)})
+    assert not check or proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+@pytest.fixture(scope="session")  # a module's fixture is torn down whenever xdist runs another module's test in between
+def saxpy(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("scaffold")
+    shutil.copytree(ROOT / "course", folder / "course", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "nbgrader_config.py", folder)
+    before = {p for p in folder.rglob("*") if p.is_file()}
+    proc = course(folder, "course", "new", "saxpy")
+    written = {p for p in folder.rglob("*") if p.is_file()} - before
+    return folder, proc.stdout, written
+
+
+def test_course_new_writes_notebooks_topic_examples_and_corpus(saxpy):
+    folder, said, written = saxpy
+    names = {str(p.relative_to(folder)) for p in written}
+    assert {f"source/saxpy/{r}.ipynb" for r in RUNGS} | {"course/topics/saxpy.py", "tests/corpus/saxpy/cases.py",
+                                                          "examples/saxpy/alice/saxpy_cuda.py"} <= names
+    assert f"wrote {len(written)} files" in said and len(written) == 24
+    again = course(folder, "course", "new", "saxpy", check=False)
+    assert again.returncode == 2 and "exists already: source/saxpy" in again.stderr
+    bad = course(folder, "course", "new", "Soft-Max", check=False)
+    assert bad.returncode == 2 and "cannot name an assignment" in bad.stderr
+
+
+def test_the_scaffold_releases_grades_a_right_and_a_wrong_student_gives_feedback_and_exports(saxpy):
+    folder, _, _ = saxpy
+    said = course(folder, "course", "release", "saxpy").stdout
+    assert "04_L3_cuda: 1 CUDA source compiles as released" in said
+    assert sorted(write_submissions(folder / "examples", folder / "release", folder / "submitted", "saxpy")) == \
+        ["alice", "bob"]
+    course(folder, "course", "grade", "saxpy", "--workers", "2")
+    table = grades(f"sqlite:///{folder / 'gradebook.db'}", "saxpy", folder / "release")
+    assert len(table) == 3 * 3 + 6
+    lost = {s: {key for key, row in table.items() if row[s][0] < row[s][1]} for s in ("alice", "bob")}
+    assert lost["alice"] == set()
+    assert lost["bob"] == {("01_L0_loop", f"saxpy_py_{t}") for t in ("tiny", "ragged_sizes", "hidden_sizes")}
+    declared = json.loads((folder / "examples" / "saxpy" / "expected.json").read_text())  # what test_pipeline checks
+    assert {s: {tuple(k.split("/")) for k in keys} for s, keys in declared.items()} == lost
+    course(folder, "course", "feedback", "saxpy")
+    html = (folder / "feedback" / "bob" / "saxpy" / "01_L0_loop.html").read_text()
+    assert "elements are wrong" in html and "a*x[i] + y[i]" in html
+    course(folder, "course", "export", "saxpy")
+    rows = {r["student"]: r for r in csv.DictReader(open(folder / "exports" / "saxpy-grades.csv"))}
+    assert (float(rows["alice"]["total"]), float(rows["bob"]["total"]), float(rows["bob"]["max"])) == (15, 12, 15)
+
+
+def test_the_scaffolds_notebooks_pass_nbval(saxpy):
+    folder, _, _ = saxpy
+    proc = course(folder, "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "source/saxpy", check=False)
+    assert proc.returncode == 0, proc.stdout[-5000:]
