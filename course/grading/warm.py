@@ -19,11 +19,13 @@ import threading
 import time
 from pathlib import Path
 
+from ..assignments import topic_modules
+
 SOCKET_ENV = "COURSE_WARM_KERNELS"  # the warm process's socket, set for the processes that may use it
 STUB = str(Path(__file__).with_name("warmstub.py"))
 PRELOAD = ("torch", "numpy", "course", "course.device", "course.ladder", "course.cuda", "course.harness.cuda",
            "course.harness.python", "course.harness.forkserver", "ipykernel.kernelapp", "ipykernel.ipkernel", "IPython",
-           "nbgrader.apps.autogradeapp", "course.grading.worker", "course.grading.trusted")
+           "nbgrader.apps.autogradeapp", "course.grading.worker", "course.grading.trusted", *topic_modules())
 KERNEL = "ipykernel_launcher"
 
 
@@ -141,8 +143,6 @@ def serve(path):
             importlib.import_module(name)
         except Exception:  # noqa: B902 (a module missing here is imported by the forked process as usual)
             pass
-    from course.harness import child
-    child.preload()  # every topic, as the check server would import them
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     listener.listen(64)
