@@ -14,7 +14,8 @@ import time
 
 import pytest
 
-from course.grading.warm import STUB, WarmKernelManager, WarmKernels, command
+from course.grading import warmstub
+from course.grading.warm import WarmKernelManager, WarmKernels, command
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +50,7 @@ def test_command_is_python_m_without_a_warm_process():
 def test_a_forked_module_gets_its_arguments_folder_streams_and_exit_status(warm, tmp_path):
     env = {**os.environ, **warm.env()}
     cmd = command("json.tool", ["good.json"], env)
-    assert cmd[3] == STUB  # forked, not started
+    assert cmd[3] == warmstub.__file__  # forked, not started
     (tmp_path / "good.json").write_text('{"b": [1, 2]}')
     (tmp_path / "bad.json").write_text('{"b": ')
     good = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)

@@ -3,8 +3,8 @@
 The plan: the students whose inputs changed since they were last graded (ledger.py); their CUDA sources
 compiled on all cores first (compile.py); then a pool of worker processes (worker.py, forked from the run's warm
 process, warm.py), each grading one student at a time into its own copy of the gradebook, with the GPU it may use
-in CUDA_VISIBLE_DEVICES (as many workers per GPU as --workers allows). This process alone writes the course's gradebook: each finished
-student's rows are merged into it (merge.py), one at a time. A student whose grading breaks is recorded
+in CUDA_VISIBLE_DEVICES (as many workers per GPU as --workers allows). This process alone writes the course's
+gradebook: each finished student's rows are merged into it (merge.py), one at a time. A student whose grading breaks is recorded
 with the reason, any older grade of theirs removed, and grading goes on.
 """
 import json
@@ -26,7 +26,7 @@ from .layout import (CourseError, course_root, db_path, db_url, notebook_names, 
                      state_dir, submitted_students)
 from .ledger import Ledger, fingerprint, grading_code_digest
 from .seeds import ensure_secret
-from .warm import command
+from .warmstub import command
 
 STUDENT_TIMEOUT = 3 * 3600  # seconds for one student's grading, all notebooks and the re-run together
 

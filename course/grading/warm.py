@@ -17,64 +17,43 @@ import sys
 import tempfile
 import threading
 import time
-from pathlib import Path
+
+from jupyter_client.manager import AsyncKernelManager
 
 from ..assignments import topic_modules
+from .warmstub import SOCKET_ENV, command
 
-SOCKET_ENV = "COURSE_WARM_KERNELS"  # the warm process's socket, set for the processes that may use it
-STUB = str(Path(__file__).with_name("warmstub.py"))
 PRELOAD = ("torch", "numpy", "course", "course.device", "course.ladder", "course.cuda", "course.harness.cuda",
            "course.harness.python", "course.harness.forkserver", "ipykernel.kernelapp", "ipykernel.ipkernel", "IPython",
            "nbgrader.apps.autogradeapp", "course.grading.worker", "course.grading.trusted", *topic_modules())
 KERNEL = "ipykernel_launcher"
 
 
-def _kernel_manager():
-    from jupyter_client.manager import AsyncKernelManager
+class WarmKernelManager(AsyncKernelManager):
+    """Starts an ipykernel on Unix sockets of its own, forked from the warm process when $COURSE_WARM_KERNELS names one.
 
-    class WarmKernelManager(AsyncKernelManager):
-        """Starts an ipykernel on Unix sockets of its own, forked from the warm process when $COURSE_WARM_KERNELS names one.
+    Over TCP, Jupyter picks free ports, frees them and hands them to the kernel: a kernel that another grading
+    worker starts in between can take one, and the later kernel dies before its notebook's first cell (a student
+    failed for the machine's sake). A socket file next to the kernel's own connection file cannot be taken."""
 
-        Over TCP, Jupyter picks free ports, frees them and hands them to the kernel: a kernel that another grading
-        worker starts in between can take one, and the later kernel dies before its notebook's first cell (a student
-        failed for the machine's sake). A socket file next to the kernel's own connection file cannot be taken."""
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.transport, self.cache_ports = "ipc", False
 
-        def __init__(self, **kwargs):
-            super().__init__(**kwargs)
-            self.transport, self.cache_ports = "ipc", False
+    def write_connection_file(self, **kwargs):
+        """Names the kernel's sockets after a connection file this process created (no other kernel has its name)."""
+        if self.transport == "ipc" and not self.connection_file:
+            fd, self.connection_file = tempfile.mkstemp(prefix="kernel-", suffix=".json")
+            os.close(fd)
+            self.ip = self.connection_file[:-len(".json")] + "-ipc"
+        super().write_connection_file(**kwargs)
 
-        def write_connection_file(self, **kwargs):
-            """Names the kernel's sockets after a connection file this process created (no other kernel has its name)."""
-            if self.transport == "ipc" and not self.connection_file:
-                fd, self.connection_file = tempfile.mkstemp(prefix="kernel-", suffix=".json")
-                os.close(fd)
-                self.ip = self.connection_file[:-len(".json")] + "-ipc"
-            super().write_connection_file(**kwargs)
-
-        def format_kernel_cmd(self, extra_arguments=None):
-            """The kernel's command: warmstub.py in place of `python -m ipykernel_launcher` when a warm process runs."""
-            cmd = super().format_kernel_cmd(extra_arguments)
-            if len(cmd) > 2 and cmd[1:3] == ["-m", KERNEL]:
-                return command(KERNEL, cmd[3:])
-            return cmd
-    WarmKernelManager.__module__, WarmKernelManager.__qualname__ = __name__, "WarmKernelManager"
-    return WarmKernelManager
-
-
-def __getattr__(name):  # WarmKernelManager, made on first use: only a process that starts kernels imports jupyter_client
-    if name == "WarmKernelManager":
-        globals()[name] = _kernel_manager()
-        return globals()[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def command(module, args, env=None):
-    """The command that runs `python -m module args`: forked from the warm process where the environment (this
-    process's) names one."""
-    path = (os.environ if env is None else env).get(SOCKET_ENV)
-    if path and os.path.exists(path):
-        return [sys.executable, "-I", "-S", STUB, path, module, *args]
-    return [sys.executable, "-m", module, *args]
+    def format_kernel_cmd(self, extra_arguments=None):
+        """The kernel's command: warmstub.py in place of `python -m ipykernel_launcher` when a warm process runs."""
+        cmd = super().format_kernel_cmd(extra_arguments)
+        if len(cmd) > 2 and cmd[1:3] == ["-m", KERNEL]:
+            return command(KERNEL, cmd[3:])
+        return cmd
 
 
 def nbgrader_args():

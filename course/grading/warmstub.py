@@ -4,7 +4,7 @@ Run by path with the standard library only (importing the course would import to
 Whoever started this process (Jupyter, for a kernel) signals and kills it; signals are passed on to the forked
 process, and when this process ends, however it ends, that process and everything it started end too (it
 watches a pipe only this process holds open). When whoever started this process goes away, so does this one.
-Its exit status is the forked process's.
+Its exit status is the forked process's. Imported, it gives command(), the command line that runs it.
 """
 import json
 import os
@@ -13,6 +13,17 @@ import socket
 import sys
 import threading
 import time
+
+SOCKET_ENV = "COURSE_WARM_KERNELS"  # the warm process's socket, set for the processes that may use it
+
+
+def command(module, args, env=None):
+    """The command that runs `python -m module args`: forked from the warm process where the environment (this
+    process's) names one."""
+    path = (os.environ if env is None else env).get(SOCKET_ENV)
+    if path and os.path.exists(path):
+        return [sys.executable, "-I", "-S", os.path.abspath(__file__), path, module, *args]
+    return [sys.executable, "-m", module, *args]
 
 
 def main(argv):

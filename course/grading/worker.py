@@ -35,7 +35,7 @@ def autograde(root, assignment, student, db_url):
     collect = _Collect()
     ok = True
     app.log.addHandler(collect)
-    from .warm import nbgrader_args  # kernels on sockets of their own, forked from the run's warm process if there is one
+    from .warm import nbgrader_args  # kernels on sockets of their own, forked warm where a warm process runs
     argv = [assignment, "--student", student, "--create", "--force", f"--db={db_url}", *nbgrader_args()]
     try:
         app.initialize(argv)

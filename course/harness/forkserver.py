@@ -77,7 +77,7 @@ class Server:
     """The client side: starts the server, sends jobs, waits for their children."""
 
     def __init__(self, env=None):
-        from course.grading.warm import command  # during `course grade`, forked from its warm process too
+        from course.grading.warmstub import command  # during `course grade`, forked from its warm process too
         self.proc = subprocess.Popen(command("course.harness.forkserver", [], env), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self.lock, self.done = threading.Lock(), threading.Condition()
