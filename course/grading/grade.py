@@ -258,7 +258,7 @@ def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, 
     try:
         if plan.todo and warm:  # its imports take seconds: they overlap the compiling
             from .warm import WarmKernels
-            kernels = WarmKernels(env=_worker_env(None, threads, temp))
+            kernels = WarmKernels(env=_worker_env(None, threads, temp), profiler=bool(gpus))
         if plan.todo and compile_first:
             seconds, built, failed = prebuild(plan, gpu=bool(gpus))
             summary["timing"]["compile"] = seconds

@@ -26,6 +26,7 @@ from .warmstub import SOCKET_ENV, command
 PRELOAD = ("torch", "numpy", "course", "course.device", "course.ladder", "course.cuda", "course.harness.cuda",
            "course.harness.python", "course.harness.forkserver", "ipykernel.kernelapp", "ipykernel.ipkernel", "IPython",
            "nbgrader.apps.autogradeapp", "course.grading.worker", "course.grading.trusted", *topic_modules())
+PROFILER = ("torch._dynamo",)  # what torch.profiler's first use imports on a GPU (the integrity checks)
 KERNEL = "ipykernel_launcher"
 
 
@@ -113,11 +114,11 @@ def _become(request, fds, closing):
             os._exit(code)
 
 
-def serve(path):
+def serve(path, profiler=False):
     """The warm process: imports what the processes it forks need, then forks one per stub that connects to path."""
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")  # as ipykernel would set it
     import importlib
-    for name in PRELOAD:
+    for name in PRELOAD + (PROFILER if profiler else ()):
         try:
             importlib.import_module(name)
         except Exception:  # noqa: B902 (a module missing here is imported by the forked process as usual)
@@ -185,10 +186,11 @@ def serve(path):
 class WarmKernels:
     """The grading run's handle on its warm process: start() it, give env() to the workers, close() at the end."""
 
-    def __init__(self, env=None):
+    def __init__(self, env=None, profiler=False):
         self.dir = tempfile.mkdtemp(prefix="course-warm-")
         self.path = os.path.join(self.dir, "kernels.sock")
-        self.proc = subprocess.Popen([sys.executable, "-m", "course.grading.warm", self.path], stdin=subprocess.PIPE,
+        cmd = [sys.executable, "-m", "course.grading.warm", self.path] + (["--profiler"] if profiler else [])
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
 
     def wait_ready(self, timeout=300):
@@ -215,5 +217,5 @@ class WarmKernels:
                 pass
 
 
-if __name__ == "__main__":
-    serve(sys.argv[1])
+if __name__ == "__main__":  # python -m course.grading.warm SOCKET [--profiler]
+    serve(sys.argv[1], profiler="--profiler" in sys.argv[2:])

@@ -148,6 +148,18 @@ def run(job_path, result_path):
     torch.save(result, result_path)
 
 
+def wait(folder, owner):
+    """A spare's life (spare.py): warms up (judging's imports, the GPU's context), then does the job it is handed."""
+    from course.harness.spare import wait_for_job
+    preload()
+    if torch.cuda.is_available():
+        torch.zeros(1, device="cuda")
+        torch.cuda.synchronize()
+    job = wait_for_job(folder, int(owner))
+    if job is not None:
+        globals()[job["task"]](*job["args"])
+
+
 def origin(job_path, result_path):
     """Where a wrong element comes from (course/harness/origin.py): the facts, as JSON."""
     from course.harness.origin import probe
@@ -184,6 +196,6 @@ def build(job_path, result_path):
         json.dump(result, f)
 
 
-if __name__ == "__main__":  # `python -m course.harness.child run|judge|build FILES...`, e.g. under compute-sanitizer
+if __name__ == "__main__":  # `python -m course.harness.child run|judge|build|wait ARGS...`, e.g. under compute-sanitizer
     import course.harness.child as child  # the classes must pickle as course.harness.child's, not __main__'s
     getattr(child, sys.argv[1])(*sys.argv[2:])

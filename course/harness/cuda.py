@@ -24,7 +24,7 @@ from ..build import CompileError, build_name, build_root, built, module_path
 from ..build.load import sources_of
 from ..build.toolkit import cuda_tool, quiet_cpp_extension
 from ..device import cpu_mode, require_gpu
-from . import integrity
+from . import integrity, spare
 from .child import Job
 from .evidence import guard_hint
 from .origin import cuda_facts, with_facts
@@ -116,20 +116,32 @@ def _spawned(cmd, env, log, timeout):
 
 
 def in_child(task, args, log, timeout, sanitizer=None, env=None):
-    """Runs child.<task>(*args) in a fresh process: forked from the warm server, or started under sanitizer; its exit code, None after a timeout."""
-    if sanitizer is None and env is None:
-        try:
-            from .forkserver import Server
-            global _server
-            with _server_lock:
-                if _server is None or not _server.alive():
-                    _server = Server(env=_child_env())
-                server = _server
-            return server.run(task, args, log, timeout)
-        except OSError:  # no warm server to be had: a fresh interpreter does the same, slower
-            pass
-    cmd = (sanitizer or []) + [sys.executable, "-m", "course.harness.child", task, *map(str, args)]
-    return _spawned(cmd, env or _child_env(), log, timeout)
+    """Runs child.<task>(*args) in a fresh process: forked from the warm server, or a spare started under sanitizer
+    in env (spare.py); its exit code, None after a timeout."""
+    if sanitizer is not None:
+        return spare.take(sanitizer, env).run(task, args, log, timeout)
+    try:
+        from .forkserver import Server
+        global _server
+        with _server_lock:
+            if _server is None or not _server.alive():
+                _server = Server(env=_child_env(), gpu=not cpu_mode())
+            server = _server
+        return server.run(task, args, log, timeout)
+    except OSError:  # no warm server to be had: a fresh interpreter does the same, slower
+        pass
+    cmd = [sys.executable, "-m", "course.harness.child", task, *map(str, args)]
+    return _spawned(cmd, _child_env(), log, timeout)
+
+
+def sanitizer(mode):
+    """(command prefix, environment) of a child under compute-sanitizer for the memory or race check; None without the tool."""
+    tool = cuda_tool("compute-sanitizer")
+    if tool is None:
+        return None
+    which = ["--tool", "memcheck"] if mode == "memory" else ["--tool", "racecheck", "--racecheck-report", "all"]
+    prefix = [tool, *which, "--error-exitcode", str(SANITIZER_EXIT), "--print-limit", "4", "--show-backtrace", "no"]
+    return prefix, dict(_child_env(), PYTORCH_NO_CUDA_MEMORY_CACHING="1")  # each tensor its own allocation: exact bounds
 
 
 def _hang(seconds):
@@ -179,18 +191,14 @@ def run_and_judge(job, timeout=None):
         job_path, result, log = Path(tmp) / "job.pt", Path(tmp) / "result.pt", Path(tmp) / "output.txt"
         torch.save(job, job_path)
         log.touch()
-        sanitizer, env = None, None
+        under = (None, None)
         if sanitized:
-            tool = cuda_tool("compute-sanitizer")
-            if tool is None:
+            under = sanitizer(job.mode)
+            if under is None:
                 raise KernelFailed(f"the {job.mode} check needs compute-sanitizer from the CUDA toolkit, and it is "
                                    "not on PATH or in $CUDA_HOME/bin here; this is the grader's set-up, not your "
                                    "code: tell your instructor.")
-            which = ["--tool", "memcheck"] if job.mode == "memory" else ["--tool", "racecheck", "--racecheck-report", "all"]
-            sanitizer = [tool, *which, "--error-exitcode", str(SANITIZER_EXIT), "--print-limit", "4",
-                         "--show-backtrace", "no"]
-            env = dict(_child_env(), PYTORCH_NO_CUDA_MEMORY_CACHING="1")  # each tensor its own allocation: exact bounds
-        code = in_child("run", [job_path, result], log, timeout * (3 if sanitized else 1), sanitizer, env)
+        code = in_child("run", [job_path, result], log, timeout * (3 if sanitized else 1), *under)
         if code is None:
             _hung.add(job.module)
             raise _hang(timeout * (3 if sanitized else 1))
@@ -384,6 +392,19 @@ def _order_matters(job):
     return False
 
 
+_spared = set()  # (exercise, sanitized check) whose spare this process has started
+
+
+def _prepare_spares(exercise, mode):
+    """Starts a spare for each sanitized check of the exercise not yet asked for, at its first check in this process."""
+    for check in ("memory", "race"):
+        if check in exercise.case_names.get("modes", MODES) and (exercise.topic, exercise.name, check) not in _spared:
+            _spared.add((exercise.topic, exercise.name, check))
+            under = sanitizer(check)
+            if under is not None and check != mode:
+                spare.prepare(*under)
+
+
 def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
     """Checks the compiled function of an exercise on one case in child processes: an input case, or memory, race, integrity."""
     names = list(exercise.case_names["cuda"]) + [m for m in MODES if m in exercise.case_names.get("modes", MODES)]
@@ -395,6 +416,8 @@ def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
     source = answer if isinstance(answer, str) else (sources_of(answer) or [None])[0]
     memory_hint = guard_hint(source) if source is not None else exercise.hints["memory"]
     mode = case if case in MODES else "run"
+    if not cpu:
+        _prepare_spares(exercise, mode)
     cases = exercise.inputs(exercise.probe if mode != "run" else case, seed, "cuda")
     if mode == "race":  # one size with several tiles and warps is enough, and racecheck is slow
         cases = cases[:1]

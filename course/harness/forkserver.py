@@ -16,11 +16,13 @@ import sys
 import threading
 
 
-def _serve():
+def _serve(profiler=False):
     import torch  # noqa: F401 (the point of the server: imported once)
 
     from course.harness import child
     child.preload()
+    if profiler:  # torch.profiler's first use on a GPU imports torch._dynamo: 2.5 s in every integrity check's child
+        import torch._dynamo  # noqa: F401
     sel = selectors.DefaultSelector()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -76,9 +78,10 @@ def _serve():
 class Server:
     """The client side: starts the server, sends jobs, waits for their children."""
 
-    def __init__(self, env=None):
+    def __init__(self, env=None, gpu=False):
         from course.grading.warmstub import command  # during `course grade`, forked from its warm process too
-        self.proc = subprocess.Popen(command("course.harness.forkserver", [], env), stdin=subprocess.PIPE,
+        args = ["--profiler"] if gpu else []
+        self.proc = subprocess.Popen(command("course.harness.forkserver", args, env), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self.lock, self.done = threading.Lock(), threading.Condition()
         self.replies, self.next_id = {}, 0
@@ -134,5 +137,5 @@ class Server:
             self.proc.wait(timeout=30)
 
 
-if __name__ == "__main__":  # `python -m course.harness.forkserver`
-    _serve()
+if __name__ == "__main__":  # `python -m course.harness.forkserver [--profiler]`
+    _serve(profiler="--profiler" in sys.argv[1:])

@@ -1,0 +1,57 @@
+"""Spare check children (course/harness/spare.py): started ahead, they do the job they are handed, report its exit
+status and output like a child started for it, are stopped at the time limit, and end when their owner has gone."""
+import os
+import subprocess
+import sys
+import time
+
+from course.harness import spare
+
+
+def _gone(pid, within=20):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:  # our own child: reap it, or it lingers as a zombie
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
+def test_a_prepared_spare_is_the_one_taken_and_does_its_job(tmp_path):
+    spare.prepare([], None)
+    waiting = spare._spares[spare._key([], None)]
+    taken = spare.take([], None)
+    assert taken is waiting and taken.alive()
+    assert taken.run("preload", [], tmp_path / "log.txt", 120) == 0
+    assert not taken.alive() and not os.path.exists(taken.folder)
+    assert spare.take([], None) is not taken  # a spare does one job
+
+
+def test_a_failing_job_reports_its_status_and_traceback(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text("before\n")
+    assert spare.take([], None).run("judge", [tmp_path / "no-job.pt", "x", "y"], log, 120) == 1
+    text = log.read_text()
+    assert text.startswith("before\n") and "Traceback" in text and "no-job.pt" in text
+
+
+def test_a_job_past_its_time_limit_is_stopped(tmp_path):
+    never = tmp_path / "never"
+    never.mkdir()
+    s = spare.take([], None)
+    start = time.monotonic()
+    assert s.run("wait", [never, os.getpid()], tmp_path / "log.txt", 8) is None  # waits for a job nobody gives
+    assert time.monotonic() - start < 30 and not s.alive()
+
+
+def test_a_spare_ends_itself_when_its_owner_has_gone():
+    owner = subprocess.run([sys.executable, "-c", "from course.harness.spare import Spare; "
+                            "print(Spare([], None).proc.pid)"], capture_output=True, text=True, timeout=60)
+    assert _gone(int(owner.stdout.split()[-1]))
