@@ -169,3 +169,16 @@ def test_a_cuda_matmul_or_drill_mistake_gets_the_message_that_names_its_fix(key,
           "check_printf_cuda": check_printf_cuda}
     run = Mistake("L3", mistake.what, "", mistake.run, mistake.must, mistake.must_not)
     expect(message_of(ns, run, key), run)
+
+
+def test_every_students_hidden_sizes_reveal_a_missing_barrier():
+    """bob's tiled kernel (no second syncthreads) is right wherever one tile does: every seed's hidden sizes catch it."""
+    from course.topics.matmul import matmul_cases
+    ns = {"__name__": "__main__"}
+    run_cell(ns, PRELUDE["tiled"], "<prelude>")
+    run_cell(ns, (EXAMPLES / "matmul" / "bob" / "matmul_tiled_bk.py").read_text(), "<bob>")
+    for seed in range(12):
+        shapes = [tuple(x.shape for x in c.args) for c in matmul_cases("random", seed, "python")]
+        assert any(min(a[0], a[1], b[1]) > 16 for a, b in shapes), shapes
+        with pytest.raises(AssertionError, match="elements are wrong"):
+            ns["check_matmul_tiled"](ns["matmul_tiled_py"], "random", seed=seed)

@@ -29,9 +29,20 @@ def _random(m, k, n, seed):
     return torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
 
 
-def _random_shapes(seed, count, largest):
+# The hidden sizes, drawn per student from strata, so that every student's sizes reveal the same mistakes: (m, k, n)
+# each between lo and hi, never a multiple of 16. Python: one product whose every dimension needs two 16-wide tiles
+# and ends ragged (a missing barrier or a dropped partial tile shows), one that fits a single tile. CUDA: two of
+# several 32-wide tiles, one inside a single tile.
+HIDDEN = {"python": [(17, 24), (1, 16)], "cuda": [(33, 300), (33, 300), (1, 32)]}
+
+
+def _random_shapes(seed, strata):
     g = torch.Generator().manual_seed(seed)
-    return [tuple(int(v) for v in torch.randint(1, largest + 1, (3,), generator=g)) for _ in range(count)]
+    shapes = []
+    for lo, hi in strata:
+        dims = [int(v) for v in torch.randint(lo, hi + 1, (3,), generator=g)]
+        shapes.append(tuple(v - 1 if v % 16 == 0 and v > lo else v for v in dims))
+    return shapes
 
 
 # (m, k, n): a is m x k, b is k x n. Python loops are slow, so their cases stay small.
@@ -52,7 +63,7 @@ def matmul_cases(case, seed, rung):
         x, _ = digits(5)
         return [Case("the digits: a (5, 784) batch of digits times the (784, 10) weights", (x, weights()))]
     if case == "random":
-        shapes = _random_shapes(seed, 2, 24) if rung == "python" else _random_shapes(seed, 3, 300)
+        shapes = _random_shapes(seed, HIDDEN[rung])
     elif case == "large" and cpu_mode():
         shapes = CPU_LARGE
     else:

@@ -120,7 +120,8 @@ CASES = {
         py(WRONG, but=("tiny",))),
     "py_output_is_h_by_h": Case(
         "matmul", "c = torch.zeros(ar, ar): IndexError where b is wider than a is tall, the wrong shape elsewhere",
-        py("IndexError", but=("tiny",), tall_and_skinny="returned shape", all_different="returned shape")),
+        py("IndexError", but=("tiny",), tall_and_skinny="returned shape", all_different="returned shape",
+           hidden_sizes="returned shape")),
     "py_k_writes_c_j_i": Case(
         "matmul_k", "writes c[j, i]: IndexError on every product that is not square", py("IndexError", but=("tiny",))),
     "py_bk_no_guard": Case(
