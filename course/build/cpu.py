@@ -23,7 +23,7 @@ import torch
 from . import objects, split
 from .errors import CompileError
 from .nvcc import binding_job
-from .source import Edits, Unit, blank as _blank, close as _close, kernel_name_start as _kernel_name_start
+from .source import Edits, blank as _blank, close as _close, kernel_name_start as _kernel_name_start
 from .toolkit import quiet_cpp_extension
 
 HERE = Path(__file__).resolve().parent
@@ -240,11 +240,6 @@ def host_calls_from_device(cuda_src):
     return errors
 
 
-def kernel_file(cuda_src):
-    """The C++ file CPU mode compiles for cuda_src as one unit: the header, then the translated source."""
-    return single_unit(*split.parts(cuda_src))[0].source()
-
-
 # -O1 runs the grayscale kernel on 6 million pixels in about 20 ms (-O0: 400 ms) for about a second more
 # compile time than -O0; -O2 adds another two seconds and runs it no faster. opt=True asks for -O2.
 # (`#pragma GCC optimize` in the kernel file alone was tried: it compiles slower and optimizes nothing.)
@@ -293,19 +288,6 @@ def _headers():
     return HEADER.read_text() + MINMAX.read_text()
 
 
-def single_unit(begin, body):
-    """(Unit, locate) of the whole source as one C++ file: cuda_cpu.h, cuda_begin, the student's text (line 1 is theirs)."""
-    unit = Unit()
-    unit.text('#include "cuda_cpu.h"\n')
-    if begin:
-        unit.line(1, "cuda_begin")
-        unit.text(translate(begin))
-    unit.line(1, "cuda_src")
-    edits(body).emit(unit, 0, len(body))
-    unit.text("\n")
-    return unit, {"cuda_src": unit.locator("cuda_src", body)}
-
-
 def _library_jobs(root, cpp_src, funcs):
     """The binding of cpp_src and the runtime that runs grids: cached objects every build links."""
     base = [_compiler(), *_base_flags()]
@@ -326,8 +308,8 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, opt, one_unit=None):
             raise split.Unsplittable(one_unit)
         plan = split.analyse(cuda_src)
     except split.Unsplittable as e:
-        unit, locate = single_unit(begin, body)
-        job = objects.Job("kernel+wrapper (g++)", kernel_flags, unit.source(), ".cpp", depends=_headers() + torch.__version__)
+        text, locate = split.whole_unit(begin, body, '#include "cuda_cpu.h"\n', edits)
+        job = objects.Job("kernel+wrapper (g++)", kernel_flags, text, ".cpp", depends=_headers() + torch.__version__)
         job.locate = locate
         return [job, *_library_jobs(root, cpp_src, funcs)], f"one unit: {e}", None
     more = edits(body, launches=False)
@@ -341,20 +323,12 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, opt, one_unit=None):
     host_flags = [*base, "-O1"]
     kdir = objects.precompiled(root, KERNEL_HEADER, kernel_header, kernel_flags, headers)
     hdir = objects.precompiled(root, HOST_HEADER, host_header, host_flags, headers)
-    device = split.write_unit(plan, "device", f'#include "{KERNEL_HEADER}"\n', split.cpu_launch)
-    host = split.write_unit(plan, "host", f'#include "{HOST_HEADER}"\n')
-    jobs = []
-    for label, unit, flags, folder, header, which in (
-            ("kernel (g++)", device, kernel_flags, kdir, kernel_header, "device"),
-            ("wrapper (g++)", host, host_flags, hdir, host_header, "host")):
-        text = unit.source()
-        job = objects.Job(label, [*flags, f"-I{folder}"], text, ".cpp",
-                          key_text=None if plan.exact_lines[which] else split.without_lines(text),
-                          depends=header + headers)
-        job.locate = {"cuda_src": unit.locator("cuda_src", body)}
-        job.pch = objects.pch_ready(folder, KERNEL_HEADER if which == "device" else HOST_HEADER)
-        jobs.append(job)
-    return [*jobs, *_library_jobs(root, cpp_src, funcs)], "split", plan
+    device = split.unit_job(plan, "device", "kernel (g++)", f'#include "{KERNEL_HEADER}"\n', [*kernel_flags, f"-I{kdir}"],
+                            ".cpp", kernel_header + headers, pch=objects.pch_ready(kdir, KERNEL_HEADER),
+                            launch=split.cpu_launch)
+    host = split.unit_job(plan, "host", "wrapper (g++)", f'#include "{HOST_HEADER}"\n', [*host_flags, f"-I{hdir}"],
+                          ".cpp", host_header + headers, pch=objects.pch_ready(hdir, HOST_HEADER))
+    return [device, host, *_library_jobs(root, cpp_src, funcs)], "split", plan
 
 
 def build(name, build_dir, cuda_src, cpp_src, funcs, flags, verbose=False):

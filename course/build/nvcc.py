@@ -12,7 +12,6 @@ import sysconfig
 import torch
 
 from . import objects, split
-from .source import Unit
 from .toolkit import set_build_env
 
 # What the binding needs to bind at::Tensor functions for Python, without all of torch/extension.h.
@@ -86,37 +85,22 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, flags, one_unit=None):
             raise split.Unsplittable(one_unit)
         plan = split.analyse(cuda_src)
     except split.Unsplittable as e:
-        unit = Unit()
-        if begin:
-            unit.line(1, "cuda_begin")
-            unit.text(begin)
-        unit.line(1, "cuda_src")
-        unit.copy(body, 0, len(body))
-        unit.text("\n")
+        text, locate = split.whole_unit(begin, body)
         includes = []
         for inc in cpp_extension.include_paths("cuda") + [sysconfig.get_path("include", scheme="posix_prefix")]:
             includes += ["-isystem", inc]
         job = objects.Job("kernel+wrapper (nvcc)", [*nvcc, "-DTORCH_API_INCLUDE_EXTENSION_H", *includes],
-                          unit.source(), ".cu", depends=torch.__version__)
-        job.locate = {"cuda_src": unit.locator("cuda_src", body)}
+                          text, ".cu", depends=torch.__version__)
+        job.locate = locate
         return [job, binding], f"one unit: {e}", None
     with open(MINMAX) as f:
         host_header = f"{begin}\n#include <cuda_runtime.h>\n{f.read()}{split.HOST_SYMBOL_API}{split.LAUNCH_DECLS}"
     hdir = objects.precompiled(root, HOST_HEADER, host_header, host_flags, torch.__version__)
-    device = split.write_unit(plan, "device", f"#include <cuda_runtime.h>\n{split.light_begin(begin)}\n"
-                              f"{split.LAUNCH_DECLS}{split.LAUNCH_RECORD}", split.gpu_launch)
-    host = split.write_unit(plan, "host", f'#include "{HOST_HEADER}"\n')
-    jobs = []
-    for label, unit, command, which, depends in (
-            ("kernel (nvcc)", device, nvcc, "device", ""),
-            ("wrapper (g++)", host, [*host_flags, f"-I{hdir}"], "host", host_header + torch.__version__)):
-        text = unit.source()
-        job = objects.Job(label, command, text, ".cu" if which == "device" else ".cpp",
-                          key_text=None if plan.exact_lines[which] else split.without_lines(text), depends=depends)
-        job.locate = {"cuda_src": unit.locator("cuda_src", body)}
-        job.pch = which == "host" and objects.pch_ready(hdir, HOST_HEADER)
-        jobs.append(job)
-    return [*jobs, binding], "split", plan
+    device = split.unit_job(plan, "device", "kernel (nvcc)", f"#include <cuda_runtime.h>\n{split.light_begin(begin)}\n"
+                            f"{split.LAUNCH_DECLS}{split.LAUNCH_RECORD}", nvcc, ".cu", "", launch=split.gpu_launch)
+    host = split.unit_job(plan, "host", "wrapper (g++)", f'#include "{HOST_HEADER}"\n', [*host_flags, f"-I{hdir}"],
+                          ".cpp", host_header + torch.__version__, pch=objects.pch_ready(hdir, HOST_HEADER))
+    return [device, host, binding], "split", plan
 
 
 def build(name, build_dir, cuda_src, cpp_src, funcs, flags, verbose):

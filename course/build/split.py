@@ -735,6 +735,33 @@ def write_unit(plan, unit, head, launch=None):
     return out
 
 
+def unit_job(plan, which, label, head, command, suffix, depends, pch=False, launch=None):
+    """The compile job of one unit of a split build ("device" or "host"; write_unit's head and launch), its
+    messages located in the student's text; its cache key leaves line numbers out where the object cannot hold them."""
+    unit = write_unit(plan, which, head, launch)
+    text = unit.source()
+    job = objects.Job(label, command, text, suffix, key_text=None if plan.exact_lines[which] else without_lines(text),
+                      depends=depends)
+    job.locate = {"cuda_src": unit.locator("cuda_src", plan.body)}
+    job.pch = pch
+    return job
+
+
+def whole_unit(begin, body, head="", edits=Edits):
+    """(text, locate) of the source as one file: head, then cuda_begin and the student's text, each rewritten by
+    edits(text) with its lines kept, so that line 1 of cuda_src is the student's line 1."""
+    unit = Unit()
+    if head:
+        unit.text(head)
+    if begin:
+        unit.line(1, "cuda_begin")
+        unit.text(edits(begin).apply())
+    unit.line(1, "cuda_src")
+    edits(body).emit(unit, 0, len(body))
+    unit.text("\n")
+    return unit.source(), {"cuda_src": unit.locator("cuda_src", body)}
+
+
 def _kernel_at(plan, index):
     return next(name for name, k in plan.kernels.items() if k.item == index)
 
