@@ -15,7 +15,6 @@ import hashlib
 import os
 import re
 import subprocess
-import sysconfig
 from pathlib import Path
 
 import torch
@@ -24,7 +23,7 @@ from . import objects, split
 from .errors import CompileError
 from .nvcc import binding_job
 from .source import Edits, blank as _blank, close as _close, kernel_name_start as _kernel_name_start
-from .toolkit import quiet_cpp_extension
+from .toolkit import quiet_cpp_extension, torch_flags
 
 HERE = Path(__file__).resolve().parent
 HEADER = HERE / "cuda_cpu.h"
@@ -252,13 +251,7 @@ def _compiler():
 
 
 def _base_flags():
-    cpp_extension = quiet_cpp_extension()
-    flags = ["-fPIC", "-std=c++20", "-fdiagnostics-column-unit=byte", "-DTORCH_API_INCLUDE_EXTENSION_H", f"-I{HERE}"]
-    for inc in cpp_extension.include_paths("cpu") + [sysconfig.get_path("include", scheme="posix_prefix")]:
-        flags += ["-isystem", inc]
-    if not torch._C._GLIBCXX_USE_CXX11_ABI:
-        flags.append("-D_GLIBCXX_USE_CXX11_ABI=0")
-    return flags
+    return [*torch_flags(quiet_cpp_extension()), f"-I{HERE}"]
 
 
 def _course_files():

@@ -7,12 +7,11 @@ links; an edited wrapper only the wrapper's unit, with the precompiled header bu
 the first build. The binding is cached by cpp_src and funcs.
 """
 import os
-import sysconfig
 
 import torch
 
 from . import objects, split
-from .toolkit import set_build_env
+from .toolkit import isystem, set_build_env, torch_flags
 
 # What the binding needs to bind at::Tensor functions for Python, without all of torch/extension.h.
 _BINDING_HEADERS = r'''
@@ -41,17 +40,6 @@ def binding_job(root, command, cpp_src, funcs, name=_BINDING_NAME):
     return job
 
 
-def _host_flags(cpp_extension):
-    """g++'s flags for the wrapper and the binding: torch's and CUDA's headers, C++20 as torch needs."""
-    flags = ["-fPIC", "-std=c++20", "-fdiagnostics-column-unit=byte", "-DTORCH_API_INCLUDE_EXTENSION_H"]
-    for inc in cpp_extension.include_paths("cpu") + [os.path.join(cpp_extension.CUDA_HOME, "include"),
-                                                     sysconfig.get_path("include", scheme="posix_prefix")]:
-        flags += ["-isystem", inc]
-    if not torch._C._GLIBCXX_USE_CXX11_ABI:
-        flags.append("-D_GLIBCXX_USE_CXX11_ABI=0")
-    return flags
-
-
 def _nvcc_flags(cpp_extension, flags):
     """nvcc's flags as torch's cpp_extension gives them (so kernels compile exactly as load_inline compiles them), plus ours."""
     arch = cpp_extension._get_cuda_arch_flags([])
@@ -76,7 +64,7 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, flags, one_unit=None):
     """The compile jobs of a GPU build: (jobs, how) with how "split" or "one unit: <why>"."""
     cpp_extension = set_build_env()
     cxx = os.environ.get("CXX") or "c++"
-    host_flags = [cxx, *_host_flags(cpp_extension)]
+    host_flags = [cxx, *torch_flags(cpp_extension, os.path.join(cpp_extension.CUDA_HOME, "include"))]
     nvcc = _nvcc_flags(cpp_extension, flags)
     binding = binding_job(root, host_flags, cpp_src, funcs)
     begin, body = split.parts(cuda_src)
@@ -86,10 +74,8 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, flags, one_unit=None):
         plan = split.analyse(cuda_src)
     except split.Unsplittable as e:
         text, locate = split.whole_unit(begin, body)
-        includes = []
-        for inc in cpp_extension.include_paths("cuda") + [sysconfig.get_path("include", scheme="posix_prefix")]:
-            includes += ["-isystem", inc]
-        job = objects.Job("kernel+wrapper (nvcc)", [*nvcc, "-DTORCH_API_INCLUDE_EXTENSION_H", *includes],
+        job = objects.Job("kernel+wrapper (nvcc)", [*nvcc, "-DTORCH_API_INCLUDE_EXTENSION_H",
+                                                    *isystem(cpp_extension.include_paths("cuda"))],
                           text, ".cu", depends=torch.__version__)
         job.locate = locate
         return [job, binding], f"one unit: {e}", None
