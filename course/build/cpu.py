@@ -11,10 +11,8 @@ binding of cpp_src (once per cpp_src and funcs). So an edited kernel compiles on
 the split cannot follow is translated and compiled as one file.
 """
 import ctypes
-import hashlib
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import torch
@@ -254,19 +252,9 @@ def _base_flags():
     return [*torch_flags(quiet_cpp_extension()), f"-I{HERE}"]
 
 
-def _course_files():
-    return "\0".join(p.read_text() for p in (Path(__file__), HEADER, MINMAX, RUNTIME, HERE / "split.py", HERE / "objects.py",
-                                             HERE / "source.py"))
-
-
 def signature():
-    """A hash of what every CPU-mode build depends on besides the student's source: the course's build files, compiler, torch."""
-    try:
-        version = subprocess.run([_compiler(), "--version"], capture_output=True, text=True).stdout
-    except OSError:
-        version = ""
-    key = "\0".join([torch.__version__, version, _course_files()])
-    return hashlib.sha256(key.encode()).hexdigest()[:12]
+    """What a CPU-mode build depends on besides the sources: the compiler and the course's build files."""
+    return objects.signature(_compiler())
 
 
 # The binding file is compiled as a module named cuda_cpu_binding, and each module's PyInit_<name> is that

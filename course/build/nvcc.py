@@ -52,12 +52,7 @@ def _nvcc_flags(cpp_extension, flags):
 
 def signature():
     """What a GPU build depends on besides the sources: nvcc, the architectures, the course's build files."""
-    cpp_extension = set_build_env()
-    here = os.path.dirname(__file__)
-    files = "".join(open(os.path.join(here, f)).read() for f in ("nvcc.py", "split.py", "objects.py", "source.py",
-                                                                          "cuda_minmax.h"))
-    return objects.digest(objects.compiler_version(_nvcc_flags(cpp_extension, [])[0]),
-                          os.environ.get("TORCH_CUDA_ARCH_LIST", ""), files)[:12]
+    return objects.signature(_nvcc_flags(set_build_env(), [])[0], os.environ.get("TORCH_CUDA_ARCH_LIST", ""))
 
 
 def plan_jobs(root, cuda_src, cpp_src, funcs, flags, one_unit=None):
