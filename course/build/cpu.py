@@ -285,9 +285,7 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, opt, one_unit=None):
     base = [_compiler(), *_base_flags()]
     kernel_flags = [*base, *(OPT_FLAGS if opt else FLAGS)]
     try:
-        if one_unit:
-            raise split.Unsplittable(one_unit)
-        plan = split.analyse(cuda_src)
+        plan = split.analyse(cuda_src, one_unit)
     except split.Unsplittable as e:
         text, locate = split.whole_unit(begin, body, '#include "cuda_cpu.h"\n', edits)
         job = objects.Job("kernel+wrapper (g++)", kernel_flags, text, ".cpp", depends=_headers() + torch.__version__)

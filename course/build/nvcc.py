@@ -64,9 +64,7 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, flags, one_unit=None):
     binding = binding_job(root, host_flags, cpp_src, funcs)
     begin, body = split.parts(cuda_src)
     try:
-        if one_unit:
-            raise split.Unsplittable(one_unit)
-        plan = split.analyse(cuda_src)
+        plan = split.analyse(cuda_src, one_unit)
     except split.Unsplittable as e:
         text, locate = split.whole_unit(begin, body)
         job = objects.Job("kernel+wrapper (nvcc)", [*nvcc, "-DTORCH_API_INCLUDE_EXTENSION_H",
