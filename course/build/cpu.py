@@ -20,7 +20,8 @@ import torch
 from . import objects, split
 from .errors import CompileError
 from .nvcc import binding_job
-from .source import Edits, blank as _blank, close as _close, kernel_name_start as _kernel_name_start
+from .source import (Edits, blank as _blank, close as _close, kernel_name_start as _kernel_name_start,
+                     launch_parts)
 from .toolkit import quiet_cpp_extension, torch_flags
 
 HERE = Path(__file__).resolve().parent
@@ -77,13 +78,8 @@ def edits(src, launches=True):
 
     # Launches: k<<<grid, block, shmem, stream>>>(args) -> ::cuda_cpu::make_launch("k", [&](...) {...}, grid, ...)(args)
     for m in re.finditer(r"<<<", code) if launches else ():
-        close = code.find(">>>", m.end())
-        if close < 0:
-            continue
-        after = close + 3
-        while after < len(code) and code[after].isspace():
-            after += 1
-        if after >= len(code) or code[after] != "(":
+        close, paren = launch_parts(code, m.end())
+        if paren < 0:
             continue
         start = _kernel_name_start(code, m.start())
         name = re.sub(r"\s+", "", src[start:m.start()])

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import objects
-from .source import Edits, Unit, blank, close, kernel_name_start, line_col, split_top
+from .source import Edits, Unit, blank, close, kernel_name_start, launch_parts, line_col, split_top
 
 
 class Unsplittable(Exception):
@@ -568,13 +568,10 @@ def _template_args_ok(args, defined):
 
 def _launch(code, m, kernels, defined, edits, items):
     """Rewrites the launch at m (`<<<`) into a stub call; returns the span of its kernel's name."""
-    end_cfg = code.find(">>>", m.end())
+    end_cfg, after = launch_parts(code, m.end())
     if end_cfg < 0:
         raise Unsplittable("a launch without >>>")
-    after = end_cfg + 3
-    while after < len(code) and code[after].isspace():
-        after += 1
-    if after >= len(code) or code[after] != "(":
+    if after < 0:
         raise Unsplittable("a launch without arguments")
     args_end = close(code, after, "()")
     start = kernel_name_start(code, m.start())
