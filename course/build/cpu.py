@@ -21,7 +21,7 @@ from . import objects, split
 from .errors import CompileError
 from .nvcc import binding_job
 from .source import (Edits, blank as _blank, close as _close, kernel_name_start as _kernel_name_start,
-                     launch_parts)
+                     launch_parts, split_top)
 from .toolkit import quiet_cpp_extension, torch_flags
 
 HERE = Path(__file__).resolve().parent
@@ -112,7 +112,7 @@ def edits(src, launches=True):
         if re.search(r"\bextern\s+(?:(?:volatile|const|static)\s+)*$", before) or _at_namespace_scope(scopes, m.start()):
             continue
         names = [n.group(1) for n in (re.search(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*(?:=.*)?$", p.strip())
-                                      for p in _declarators(m.group(1))) if n]
+                                      for p in split_top(m.group(1))) if n]
         marks = "".join(f" ::cuda_cpu::detail::shared_mark(&{n}, sizeof({n}));" for n in names)
         out.replace(m.end(), m.end(), marks)
 
@@ -138,20 +138,6 @@ def edits(src, launches=True):
     return out
 
 
-def _declarators(text):
-    """The declarators of a declaration's text after its type, split at the commas outside brackets."""
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        depth += ch in "[(<"
-        depth -= ch in "])>"
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return parts + [cur]
-
-
 _INDEX_TYPE = (r"(?:(?:const|volatile|register)\s+)*(?:(?:unsigned|signed)\s+)?(?:long\s+long|long|int|short|unsigned|"
                r"signed|size_t|ptrdiff_t|auto|u?int(?:8|16|32|64)_t)(?:\s+int)?")
 
@@ -162,7 +148,7 @@ def _index_declarations(code, start, end):
     known, found = set(), []
     for m in re.finditer(rf"(?<=[;{{}}])(\s*){_INDEX_TYPE}\s+([^;{{}}]*);", code[start:end]):
         names = []
-        for part in _declarators(m.group(2)):
+        for part in split_top(m.group(2)):
             d = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*(?:=|\{|\()(.*)", part, re.S)
             if d is None:
                 break  # not a plain declaration (a function's, an array's): leave the statement alone
