@@ -284,9 +284,9 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, opt, one_unit=None):
     host_flags = [*base, "-O1"]
     kdir = objects.precompiled(root, KERNEL_HEADER, kernel_header, kernel_flags, headers)
     hdir = objects.precompiled(root, HOST_HEADER, host_header, host_flags, headers)
-    device = split.unit_job(plan, "device", "kernel (g++)", f'#include "{KERNEL_HEADER}"\n', [*kernel_flags, f"-I{kdir}"],
-                            ".cpp", kernel_header + headers, pch=objects.pch_ready(kdir, KERNEL_HEADER),
-                            launch=split.cpu_launch)
+    device = split.unit_job(plan, "device", "kernel (g++)", f'#include "{KERNEL_HEADER}"\n',
+                            [*kernel_flags, f"-I{kdir}"], ".cpp", kernel_header + headers,
+                            pch=objects.pch_ready(kdir, KERNEL_HEADER), launch=split.cpu_launch)
     host = split.unit_job(plan, "host", "wrapper (g++)", f'#include "{HOST_HEADER}"\n', [*host_flags, f"-I{hdir}"],
                           ".cpp", host_header + headers, pch=objects.pch_ready(hdir, HOST_HEADER))
     return [device, host, *_library_jobs(root, cpp_src, funcs)], "split", plan

@@ -40,8 +40,7 @@ def digest(*parts):
 
 
 def signature(compiler, *more):
-    """A short hash of what a build depends on besides the student's sources: the compiler, more, and the text of
-    every file of course/build (the headers, the runtime, what writes the units)."""
+    """A short hash of what a build depends on besides the sources: the compiler, more, every file of course/build."""
     files = [p.read_text() for p in sorted(Path(__file__).parent.iterdir()) if p.suffix in (".py", ".h", ".cpp")]
     return digest(compiler_version(compiler), *more, *files)[:12]
 

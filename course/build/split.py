@@ -735,8 +735,7 @@ def write_unit(plan, unit, head, launch=None):
 
 
 def unit_job(plan, which, label, head, command, suffix, depends, pch=False, launch=None):
-    """The compile job of one unit of a split build ("device" or "host"; write_unit's head and launch), its
-    messages located in the student's text; its cache key leaves line numbers out where the object cannot hold them."""
+    """The compile job of a split build's unit (write_unit's), its messages located on the student's lines."""
     unit = write_unit(plan, which, head, launch)
     text = unit.source()
     job = objects.Job(label, command, text, suffix, key_text=None if plan.exact_lines[which] else without_lines(text),
@@ -747,8 +746,7 @@ def unit_job(plan, which, label, head, command, suffix, depends, pch=False, laun
 
 
 def whole_unit(begin, body, head="", edits=Edits):
-    """(text, locate) of the source as one file: head, then cuda_begin and the student's text, each rewritten by
-    edits(text) with its lines kept, so that line 1 of cuda_src is the student's line 1."""
+    """(text, locate) of the source as one file: head, then cuda_begin and cuda_src as edits() rewrites them."""
     unit = Unit()
     if head:
         unit.text(head)

@@ -55,7 +55,7 @@ def isystem(folders):
 
 
 def torch_flags(cpp_extension, *folders):
-    """g++'s flags for a unit that includes torch's headers (and those in folders): C++20 as torch needs, columns in bytes."""
+    """g++'s flags for a unit that includes torch's headers (and folders'): C++20, columns in bytes."""
     flags = ["-fPIC", "-std=c++20", "-fdiagnostics-column-unit=byte", "-DTORCH_API_INCLUDE_EXTENSION_H",
              *isystem([*cpp_extension.include_paths("cpu"), *folders])]
     if not torch._C._GLIBCXX_USE_CXX11_ABI:
