@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from course import CompileError, cuda_begin, load_cuda
-from course.build import objects, split
+from course.build import objects, split, toolkit
 from course.build.load import build_report
 from course.build.toolkit import cuda_tool
 from tests.host_idioms import IDIOMS
@@ -394,6 +394,18 @@ def test_a_compiler_that_fails_and_removes_its_output_is_reported_with_its_messa
         objects.compile_all(tmp_path / "builds", [job])
     assert "No space left on device" in str(e.value)
     assert not list((tmp_path / "builds" / "objects").glob("*.o*"))
+
+
+def test_a_compiler_that_cannot_run_is_named(tmp_path, monkeypatch):
+    # No g++ in CPU mode, no CUDA toolkit for the GPU build: the student reads which tool is missing.
+    monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path / "builds"))
+    monkeypatch.setenv("COURSE_CPU_MODE", "1")
+    monkeypatch.setenv("CXX", str(tmp_path / "no-g++"))
+    src = GREY.replace("    int i =", "    // no compiler builds this\n    int i =")
+    assert f"{tmp_path / 'no-g++'} could not be run" in compile_error(src)
+    monkeypatch.setenv("COURSE_CPU_MODE", "0")
+    monkeypatch.setattr(toolkit, "cuda_home", lambda: None)
+    assert "nvcc, the CUDA compiler, was not found" in compile_error(src)
 
 
 # ---- host code: what nvcc's one-unit build accepts, load_cuda builds ---------------------------------------

@@ -11,11 +11,8 @@ binding of cpp_src (once per cpp_src and funcs). So an edited kernel compiles on
 the split cannot follow is translated and compiled as one file.
 """
 import ctypes
-import hashlib
 import os
 import re
-import subprocess
-import sysconfig
 from pathlib import Path
 
 import torch
@@ -23,8 +20,9 @@ import torch
 from . import objects, split
 from .errors import CompileError
 from .nvcc import binding_job
-from .source import Edits, Unit, blank as _blank, close as _close, kernel_name_start as _kernel_name_start
-from .toolkit import quiet_cpp_extension
+from .source import (Edits, blank as _blank, close as _close, kernel_name_start as _kernel_name_start,
+                     launch_parts, split_top)
+from .toolkit import quiet_cpp_extension, torch_flags
 
 HERE = Path(__file__).resolve().parent
 HEADER = HERE / "cuda_cpu.h"
@@ -80,13 +78,8 @@ def edits(src, launches=True):
 
     # Launches: k<<<grid, block, shmem, stream>>>(args) -> ::cuda_cpu::make_launch("k", [&](...) {...}, grid, ...)(args)
     for m in re.finditer(r"<<<", code) if launches else ():
-        close = code.find(">>>", m.end())
-        if close < 0:
-            continue
-        after = close + 3
-        while after < len(code) and code[after].isspace():
-            after += 1
-        if after >= len(code) or code[after] != "(":
+        close, paren = launch_parts(code, m.end())
+        if paren < 0:
             continue
         start = _kernel_name_start(code, m.start())
         name = re.sub(r"\s+", "", src[start:m.start()])
@@ -119,7 +112,7 @@ def edits(src, launches=True):
         if re.search(r"\bextern\s+(?:(?:volatile|const|static)\s+)*$", before) or _at_namespace_scope(scopes, m.start()):
             continue
         names = [n.group(1) for n in (re.search(r"([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)*(?:=.*)?$", p.strip())
-                                      for p in _declarators(m.group(1))) if n]
+                                      for p in split_top(m.group(1))) if n]
         marks = "".join(f" ::cuda_cpu::detail::shared_mark(&{n}, sizeof({n}));" for n in names)
         out.replace(m.end(), m.end(), marks)
 
@@ -145,20 +138,6 @@ def edits(src, launches=True):
     return out
 
 
-def _declarators(text):
-    """The declarators of a declaration's text after its type, split at the commas outside brackets."""
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        depth += ch in "[(<"
-        depth -= ch in "])>"
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return parts + [cur]
-
-
 _INDEX_TYPE = (r"(?:(?:const|volatile|register)\s+)*(?:(?:unsigned|signed)\s+)?(?:long\s+long|long|int|short|unsigned|"
                r"signed|size_t|ptrdiff_t|auto|u?int(?:8|16|32|64)_t)(?:\s+int)?")
 
@@ -169,7 +148,7 @@ def _index_declarations(code, start, end):
     known, found = set(), []
     for m in re.finditer(rf"(?<=[;{{}}])(\s*){_INDEX_TYPE}\s+([^;{{}}]*);", code[start:end]):
         names = []
-        for part in _declarators(m.group(2)):
+        for part in split_top(m.group(2)):
             d = re.fullmatch(r"\s*([A-Za-z_]\w*)\s*(?:=|\{|\()(.*)", part, re.S)
             if d is None:
                 break  # not a plain declaration (a function's, an array's): leave the statement alone
@@ -240,11 +219,6 @@ def host_calls_from_device(cuda_src):
     return errors
 
 
-def kernel_file(cuda_src):
-    """The C++ file CPU mode compiles for cuda_src as one unit: the header, then the translated source."""
-    return single_unit(*split.parts(cuda_src))[0].source()
-
-
 # -O1 runs the grayscale kernel on 6 million pixels in about 20 ms (-O0: 400 ms) for about a second more
 # compile time than -O0; -O2 adds another two seconds and runs it no faster. opt=True asks for -O2.
 # (`#pragma GCC optimize` in the kernel file alone was tried: it compiles slower and optimizes nothing.)
@@ -257,28 +231,12 @@ def _compiler():
 
 
 def _base_flags():
-    cpp_extension = quiet_cpp_extension()
-    flags = ["-fPIC", "-std=c++20", "-fdiagnostics-column-unit=byte", "-DTORCH_API_INCLUDE_EXTENSION_H", f"-I{HERE}"]
-    for inc in cpp_extension.include_paths("cpu") + [sysconfig.get_path("include", scheme="posix_prefix")]:
-        flags += ["-isystem", inc]
-    if not torch._C._GLIBCXX_USE_CXX11_ABI:
-        flags.append("-D_GLIBCXX_USE_CXX11_ABI=0")
-    return flags
-
-
-def _course_files():
-    return "\0".join(p.read_text() for p in (Path(__file__), HEADER, MINMAX, RUNTIME, HERE / "split.py", HERE / "objects.py",
-                                             HERE / "source.py"))
+    return [*torch_flags(quiet_cpp_extension()), f"-I{HERE}"]
 
 
 def signature():
-    """A hash of what every CPU-mode build depends on besides the student's source: the course's build files, compiler, torch."""
-    try:
-        version = subprocess.run([_compiler(), "--version"], capture_output=True, text=True).stdout
-    except OSError:
-        version = ""
-    key = "\0".join([torch.__version__, version, _course_files()])
-    return hashlib.sha256(key.encode()).hexdigest()[:12]
+    """What a CPU-mode build depends on besides the sources: the compiler and the course's build files."""
+    return objects.signature(_compiler())
 
 
 # The binding file is compiled as a module named cuda_cpu_binding, and each module's PyInit_<name> is that
@@ -291,19 +249,6 @@ KERNEL_HEADER, HOST_HEADER = "course_cpu_kernel.h", "course_cpu_host.h"
 def _headers():
     """The text of the course's headers every CPU-mode unit includes (part of each compiled object's key)."""
     return HEADER.read_text() + MINMAX.read_text()
-
-
-def single_unit(begin, body):
-    """(Unit, locate) of the whole source as one C++ file: cuda_cpu.h, cuda_begin, the student's text (line 1 is theirs)."""
-    unit = Unit()
-    unit.text('#include "cuda_cpu.h"\n')
-    if begin:
-        unit.line(1, "cuda_begin")
-        unit.text(translate(begin))
-    unit.line(1, "cuda_src")
-    edits(body).emit(unit, 0, len(body))
-    unit.text("\n")
-    return unit, {"cuda_src": unit.locator("cuda_src", body)}
 
 
 def _library_jobs(root, cpp_src, funcs):
@@ -322,12 +267,10 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, opt, one_unit=None):
     base = [_compiler(), *_base_flags()]
     kernel_flags = [*base, *(OPT_FLAGS if opt else FLAGS)]
     try:
-        if one_unit:
-            raise split.Unsplittable(one_unit)
-        plan = split.analyse(cuda_src)
+        plan = split.analyse(cuda_src, one_unit)
     except split.Unsplittable as e:
-        unit, locate = single_unit(begin, body)
-        job = objects.Job("kernel+wrapper (g++)", kernel_flags, unit.source(), ".cpp", depends=_headers() + torch.__version__)
+        text, locate = split.whole_unit(begin, body, '#include "cuda_cpu.h"\n', edits)
+        job = objects.Job("kernel+wrapper (g++)", kernel_flags, text, ".cpp", depends=_headers() + torch.__version__)
         job.locate = locate
         return [job, *_library_jobs(root, cpp_src, funcs)], f"one unit: {e}", None
     more = edits(body, launches=False)
@@ -341,20 +284,12 @@ def plan_jobs(root, cuda_src, cpp_src, funcs, opt, one_unit=None):
     host_flags = [*base, "-O1"]
     kdir = objects.precompiled(root, KERNEL_HEADER, kernel_header, kernel_flags, headers)
     hdir = objects.precompiled(root, HOST_HEADER, host_header, host_flags, headers)
-    device = split.write_unit(plan, "device", f'#include "{KERNEL_HEADER}"\n', split.cpu_launch)
-    host = split.write_unit(plan, "host", f'#include "{HOST_HEADER}"\n')
-    jobs = []
-    for label, unit, flags, folder, header, which in (
-            ("kernel (g++)", device, kernel_flags, kdir, kernel_header, "device"),
-            ("wrapper (g++)", host, host_flags, hdir, host_header, "host")):
-        text = unit.source()
-        job = objects.Job(label, [*flags, f"-I{folder}"], text, ".cpp",
-                          key_text=None if plan.exact_lines[which] else split.without_lines(text),
-                          depends=header + headers)
-        job.locate = {"cuda_src": unit.locator("cuda_src", body)}
-        job.pch = objects.pch_ready(folder, KERNEL_HEADER if which == "device" else HOST_HEADER)
-        jobs.append(job)
-    return [*jobs, *_library_jobs(root, cpp_src, funcs)], "split", plan
+    device = split.unit_job(plan, "device", "kernel (g++)", f'#include "{KERNEL_HEADER}"\n',
+                            [*kernel_flags, f"-I{kdir}"], ".cpp", kernel_header + headers,
+                            pch=objects.pch_ready(kdir, KERNEL_HEADER), launch=split.cpu_launch)
+    host = split.unit_job(plan, "host", "wrapper (g++)", f'#include "{HOST_HEADER}"\n', [*host_flags, f"-I{hdir}"],
+                          ".cpp", host_header + headers, pch=objects.pch_ready(hdir, HOST_HEADER))
+    return [device, host, *_library_jobs(root, cpp_src, funcs)], "split", plan
 
 
 def build(name, build_dir, cuda_src, cpp_src, funcs, flags, verbose=False):

@@ -1,7 +1,6 @@
 """load_cuda: CUDA and C++ source strings compiled into a Python module, on the GPU or in CPU mode."""
 import contextlib
 import hashlib
-import importlib.util
 import sys
 import threading
 import time
@@ -184,11 +183,4 @@ def module_path(module):
 
 def import_compiled(path):
     """Imports a module that load_cuda compiled, from its file (used by checks in a child process)."""
-    name = Path(path).name.split(".")[0]
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.modules[name] = module
-    return module
+    return objects.import_module(Path(path).name.split(".")[0], path)

@@ -7,13 +7,11 @@ links; an edited wrapper only the wrapper's unit, with the precompiled header bu
 the first build. The binding is cached by cpp_src and funcs.
 """
 import os
-import sysconfig
 
 import torch
 
 from . import objects, split
-from .source import Unit
-from .toolkit import set_build_env
+from .toolkit import isystem, set_build_env, torch_flags
 
 # What the binding needs to bind at::Tensor functions for Python, without all of torch/extension.h.
 _BINDING_HEADERS = r'''
@@ -42,17 +40,6 @@ def binding_job(root, command, cpp_src, funcs, name=_BINDING_NAME):
     return job
 
 
-def _host_flags(cpp_extension):
-    """g++'s flags for the wrapper and the binding: torch's and CUDA's headers, C++20 as torch needs."""
-    flags = ["-fPIC", "-std=c++20", "-fdiagnostics-column-unit=byte", "-DTORCH_API_INCLUDE_EXTENSION_H"]
-    for inc in cpp_extension.include_paths("cpu") + [os.path.join(cpp_extension.CUDA_HOME, "include"),
-                                                     sysconfig.get_path("include", scheme="posix_prefix")]:
-        flags += ["-isystem", inc]
-    if not torch._C._GLIBCXX_USE_CXX11_ABI:
-        flags.append("-D_GLIBCXX_USE_CXX11_ABI=0")
-    return flags
-
-
 def _nvcc_flags(cpp_extension, flags):
     """nvcc's flags as torch's cpp_extension gives them (so kernels compile exactly as load_inline compiles them), plus ours."""
     arch = cpp_extension._get_cuda_arch_flags([])
@@ -65,58 +52,34 @@ def _nvcc_flags(cpp_extension, flags):
 
 def signature():
     """What a GPU build depends on besides the sources: nvcc, the architectures, the course's build files."""
-    cpp_extension = set_build_env()
-    here = os.path.dirname(__file__)
-    files = "".join(open(os.path.join(here, f)).read() for f in ("nvcc.py", "split.py", "objects.py", "source.py",
-                                                                          "cuda_minmax.h"))
-    return objects.digest(objects.compiler_version(_nvcc_flags(cpp_extension, [])[0]),
-                          os.environ.get("TORCH_CUDA_ARCH_LIST", ""), files)[:12]
+    return objects.signature(_nvcc_flags(set_build_env(), [])[0], os.environ.get("TORCH_CUDA_ARCH_LIST", ""))
 
 
 def plan_jobs(root, cuda_src, cpp_src, funcs, flags, one_unit=None):
     """The compile jobs of a GPU build: (jobs, how) with how "split" or "one unit: <why>"."""
     cpp_extension = set_build_env()
     cxx = os.environ.get("CXX") or "c++"
-    host_flags = [cxx, *_host_flags(cpp_extension)]
+    host_flags = [cxx, *torch_flags(cpp_extension, os.path.join(cpp_extension.CUDA_HOME, "include"))]
     nvcc = _nvcc_flags(cpp_extension, flags)
     binding = binding_job(root, host_flags, cpp_src, funcs)
     begin, body = split.parts(cuda_src)
     try:
-        if one_unit:
-            raise split.Unsplittable(one_unit)
-        plan = split.analyse(cuda_src)
+        plan = split.analyse(cuda_src, one_unit)
     except split.Unsplittable as e:
-        unit = Unit()
-        if begin:
-            unit.line(1, "cuda_begin")
-            unit.text(begin)
-        unit.line(1, "cuda_src")
-        unit.copy(body, 0, len(body))
-        unit.text("\n")
-        includes = []
-        for inc in cpp_extension.include_paths("cuda") + [sysconfig.get_path("include", scheme="posix_prefix")]:
-            includes += ["-isystem", inc]
-        job = objects.Job("kernel+wrapper (nvcc)", [*nvcc, "-DTORCH_API_INCLUDE_EXTENSION_H", *includes],
-                          unit.source(), ".cu", depends=torch.__version__)
-        job.locate = {"cuda_src": unit.locator("cuda_src", body)}
+        text, locate = split.whole_unit(begin, body)
+        job = objects.Job("kernel+wrapper (nvcc)", [*nvcc, "-DTORCH_API_INCLUDE_EXTENSION_H",
+                                                    *isystem(cpp_extension.include_paths("cuda"))],
+                          text, ".cu", depends=torch.__version__)
+        job.locate = locate
         return [job, binding], f"one unit: {e}", None
     with open(MINMAX) as f:
         host_header = f"{begin}\n#include <cuda_runtime.h>\n{f.read()}{split.HOST_SYMBOL_API}{split.LAUNCH_DECLS}"
     hdir = objects.precompiled(root, HOST_HEADER, host_header, host_flags, torch.__version__)
-    device = split.write_unit(plan, "device", f"#include <cuda_runtime.h>\n{split.light_begin(begin)}\n"
-                              f"{split.LAUNCH_DECLS}{split.LAUNCH_RECORD}", split.gpu_launch)
-    host = split.write_unit(plan, "host", f'#include "{HOST_HEADER}"\n')
-    jobs = []
-    for label, unit, command, which, depends in (
-            ("kernel (nvcc)", device, nvcc, "device", ""),
-            ("wrapper (g++)", host, [*host_flags, f"-I{hdir}"], "host", host_header + torch.__version__)):
-        text = unit.source()
-        job = objects.Job(label, command, text, ".cu" if which == "device" else ".cpp",
-                          key_text=None if plan.exact_lines[which] else split.without_lines(text), depends=depends)
-        job.locate = {"cuda_src": unit.locator("cuda_src", body)}
-        job.pch = which == "host" and objects.pch_ready(hdir, HOST_HEADER)
-        jobs.append(job)
-    return [*jobs, binding], "split", plan
+    device = split.unit_job(plan, "device", "kernel (nvcc)", f"#include <cuda_runtime.h>\n{split.light_begin(begin)}\n"
+                            f"{split.LAUNCH_DECLS}{split.LAUNCH_RECORD}", nvcc, ".cu", "", launch=split.gpu_launch)
+    host = split.unit_job(plan, "host", "wrapper (g++)", f'#include "{HOST_HEADER}"\n', [*host_flags, f"-I{hdir}"],
+                          ".cpp", host_header + torch.__version__, pch=objects.pch_ready(hdir, HOST_HEADER))
+    return [device, host, binding], "split", plan
 
 
 def build(name, build_dir, cuda_src, cpp_src, funcs, flags, verbose):

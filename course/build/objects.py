@@ -39,6 +39,12 @@ def digest(*parts):
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
+def signature(compiler, *more):
+    """A short hash of what a build depends on besides the sources: the compiler, more, every file of course/build."""
+    files = [p.read_text() for p in sorted(Path(__file__).parent.iterdir()) if p.suffix in (".py", ".h", ".cpp")]
+    return digest(compiler_version(compiler), *more, *files)[:12]
+
+
 @dataclass
 class Job:
     """One object file to compile: `label` names it in timings and messages."""

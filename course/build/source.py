@@ -89,6 +89,17 @@ def kernel_name_start(code, end):
     return i
 
 
+def launch_parts(code, after):
+    """(where `>>>` is, where the arguments' `(` is) of the launch whose `<<<` ends at after; -1 for what is missing."""
+    end = code.find(">>>", after)
+    if end < 0:
+        return -1, -1
+    paren = end + 3
+    while paren < len(code) and code[paren].isspace():
+        paren += 1
+    return end, paren if paren < len(code) and code[paren] == "(" else -1
+
+
 def split_top(text, sep=","):
     """text split at each sep outside (), [], {} and <> (template arguments), e.g. a parameter list."""
     parts, depth, cur = [], 0, []

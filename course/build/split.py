@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import objects
-from .source import Edits, Unit, blank, close, kernel_name_start, line_col, split_top
+from .source import Edits, Unit, blank, close, kernel_name_start, launch_parts, line_col, split_top
 
 
 class Unsplittable(Exception):
@@ -455,8 +455,10 @@ def without_lines(text):
     return re.sub(r'^#line \d+ "cuda_src"$', '#line 0 "cuda_src"', text, flags=re.M)
 
 
-def analyse(cuda_src):
-    """How to split cuda_src: a Plan, or Unsplittable with the reason it is built as one unit."""
+def analyse(cuda_src, one_unit=None):
+    """How to split cuda_src: a Plan, or Unsplittable with the reason it is built as one unit (one_unit, when given)."""
+    if one_unit:
+        raise Unsplittable(one_unit)
     if os.environ.get("COURSE_SPLIT", "1").strip() == "0":
         raise Unsplittable("COURSE_SPLIT=0")
     begin = _is_cuda_begin_start(cuda_src)
@@ -566,13 +568,10 @@ def _template_args_ok(args, defined):
 
 def _launch(code, m, kernels, defined, edits, items):
     """Rewrites the launch at m (`<<<`) into a stub call; returns the span of its kernel's name."""
-    end_cfg = code.find(">>>", m.end())
+    end_cfg, after = launch_parts(code, m.end())
     if end_cfg < 0:
         raise Unsplittable("a launch without >>>")
-    after = end_cfg + 3
-    while after < len(code) and code[after].isspace():
-        after += 1
-    if after >= len(code) or code[after] != "(":
+    if after < 0:
         raise Unsplittable("a launch without arguments")
     args_end = close(code, after, "()")
     start = kernel_name_start(code, m.start())
@@ -733,6 +732,31 @@ def write_unit(plan, unit, head, launch=None):
     if unit == "device":
         out.text(instances(plan.kernels))
     return out
+
+
+def unit_job(plan, which, label, head, command, suffix, depends, pch=False, launch=None):
+    """The compile job of a split build's unit (write_unit's), its messages located on the student's lines."""
+    unit = write_unit(plan, which, head, launch)
+    text = unit.source()
+    job = objects.Job(label, command, text, suffix, key_text=None if plan.exact_lines[which] else without_lines(text),
+                      depends=depends)
+    job.locate = {"cuda_src": unit.locator("cuda_src", plan.body)}
+    job.pch = pch
+    return job
+
+
+def whole_unit(begin, body, head="", edits=Edits):
+    """(text, locate) of the source as one file: head, then cuda_begin and cuda_src as edits() rewrites them."""
+    unit = Unit()
+    if head:
+        unit.text(head)
+    if begin:
+        unit.line(1, "cuda_begin")
+        unit.text(edits(begin).apply())
+    unit.line(1, "cuda_src")
+    edits(body).emit(unit, 0, len(body))
+    unit.text("\n")
+    return unit.source(), {"cuda_src": unit.locator("cuda_src", body)}
 
 
 def _kernel_at(plan, index):

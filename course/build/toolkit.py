@@ -2,6 +2,7 @@
 import logging
 import os
 import shutil
+import sysconfig
 from pathlib import Path
 
 import torch
@@ -46,6 +47,20 @@ def quiet_cpp_extension():
     finally:
         log.setLevel(level)
     return cpp_extension
+
+
+def isystem(folders):
+    """-isystem and each folder, then Python's headers: the headers the student did not write."""
+    return [flag for f in [*folders, sysconfig.get_path("include", scheme="posix_prefix")] for flag in ("-isystem", f)]
+
+
+def torch_flags(cpp_extension, *folders):
+    """g++'s flags for a unit that includes torch's headers (and folders'): C++20, columns in bytes."""
+    flags = ["-fPIC", "-std=c++20", "-fdiagnostics-column-unit=byte", "-DTORCH_API_INCLUDE_EXTENSION_H",
+             *isystem([*cpp_extension.include_paths("cpu"), *folders])]
+    if not torch._C._GLIBCXX_USE_CXX11_ABI:
+        flags.append("-D_GLIBCXX_USE_CXX11_ABI=0")
+    return flags
 
 
 def set_build_env():
