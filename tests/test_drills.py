@@ -337,6 +337,15 @@ def test_the_launch_lines_are_the_calls_of_the_wrapper():
     assert "out[i + 5]" in blocking.overrun_source(5) and "if (i < n)" not in blocking.overrun_source(guard=False)
 
 
+def test_overrun_source_starts_from_the_L3_lessons_solution():
+    from course.topics.grayscale import CUDA_SRC
+    nb = json.loads((ROOT / "source" / "grayscale" / "04_L3_cuda.ipynb").read_text())
+    cell = next("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code" and "__global__" in "".join(c["source"]))
+    solution = "".join(ln for ln in cell.splitlines(keepends=True) if "// BEGIN SOLUTION" not in ln and "// END SOLUTION" not in ln)
+    assert 'cuda_src = cuda_begin + r"""' + CUDA_SRC[len(course.cuda_begin):] + '"""' in solution
+    assert blocking.overrun_source() == CUDA_SRC
+
+
 def test_a_script_that_catches_its_error_is_told_so():
     script = ('import torch\nfrom course import load_cuda, device\nmodule = load_cuda(far_src, cpp_src, ["rgb_to_grayscale"])\n'
               'try:\n    module.rgb_to_grayscale(torch.zeros(3, 1, 5, dtype=torch.uint8, device=device())).sum().item()\n'
