@@ -264,9 +264,10 @@ def third_plane_too_far(blockidx, threadidx, blockdim, x, out, n):
     out[i] = 0.2989 * x[i] + 0.5870 * x[i + n] + 0.1140 * x[i + 3 * n]
 
 
-def test_the_guard_left_out_must_raise_past_the_end_and_only_there():
+def test_the_guard_left_out_must_raise_past_the_end_and_only_there(capsys):
     course.check_guard_left_out(_launcher(no_guard), "whole_blocks")
     course.check_guard_left_out(_launcher(no_guard), "ragged")
+    assert capsys.readouterr().out.strip().endswith("ragged passed (IndexError past the end, as it must)")
     with pytest.raises(AssertionError, match="raised no IndexError"):
         course.check_guard_left_out(_launcher(guarded), "ragged")
     with pytest.raises(AssertionError, match="which has a pixel"):
