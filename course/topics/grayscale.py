@@ -98,9 +98,15 @@ OTHER_WEIGHTS = (
 )
 
 
+def grey_range(exact):
+    """The lowest and highest grey value a right float32 kernel may store for exact grey values (GREY_SLACK either side)."""
+    return (exact - GREY_SLACK).floor(), (exact + GREY_SLACK).floor()
+
+
 def _explains(yours, exact):
     """Where yours is what truncating exact gives (within the float32 slack)."""
-    return (yours == (exact - GREY_SLACK).floor()) | (yours == (exact + GREY_SLACK).floor())
+    lo, hi = grey_range(exact)
+    return (yours == lo) | (yours == hi)
 
 
 def _channels(x, idx, layout="chw"):
@@ -283,7 +289,7 @@ def judge_grey(yours, case, what, unwritten=None):
         "dtype": "create the output with the input's dtype (x.dtype / input.options())."})
     yours = yours.cpu().to(torch.int16)
     exact = rgb2grey_exact(x)
-    lo, hi = (exact - GREY_SLACK).floor(), (exact + GREY_SLACK).floor()
+    lo, hi = grey_range(exact)
     bad = (yours != lo) & (yours != hi)
     n_bad = int(bad.sum())
     if n_bad == 0:
