@@ -32,25 +32,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-KERNEL = r"""
-__global__ void rgb_to_grayscale_kernel(unsigned char* x, unsigned char* out, int n) {
-    int i = blockIdx.x*blockDim.x + threadIdx.x;
-    if (i < n) out[i] = 0.2989f*x[i] + 0.5870f*x[i+n] + 0.1140f*x[i+2*n];
-}
-
-torch::Tensor rgb_to_grayscale(torch::Tensor input) {
-    CHECK_INPUT(input);
-    int h = input.size(1);
-    int w = input.size(2);
-    auto output = torch::empty({h, w}, input.options());
-    int threads = 256;
-    rgb_to_grayscale_kernel<<<cdiv(w*h, threads), threads>>>(
-        input.data_ptr<unsigned char>(), output.data_ptr<unsigned char>(), w*h);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return output;
-}
-"""
-CPP = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"
 
 # The lecture's boilerplate, as in pmpp.ipynb: torch/extension.h in the CUDA source too.
 LECTURE_BEGIN = r"""
@@ -70,11 +51,11 @@ _NEW_PROCESS = r"""
 import json, sys, time
 t0 = time.perf_counter()
 import torch
-from course import cuda_begin, load_cuda, photo, device, synchronize
-from benchmarks.compile import KERNEL, CPP
+from course import load_cuda, photo, device, synchronize
+from course.topics.grayscale import CPP_SRC, CUDA_SRC
 t1 = time.perf_counter()
 img = photo().to(device())
-m = load_cuda(cuda_begin + KERNEL, CPP, ["rgb_to_grayscale"])
+m = load_cuda(CUDA_SRC, CPP_SRC, ["rgb_to_grayscale"])
 m.rgb_to_grayscale(img); synchronize()
 print(json.dumps({"import": t1 - t0, "load_and_run": time.perf_counter() - t1}))
 """
@@ -100,6 +81,7 @@ def main():
     from course.build.load import build_report
     from course.build.toolkit import set_build_env
     from course.device import device, synchronize
+    from course.topics.grayscale import CPP_SRC as CPP, CUDA_SRC
 
     runs = mode == "cpu" or has_gpu
     img = photo().to(device()) if runs else None
@@ -151,7 +133,7 @@ def main():
         steps[label] = {"how": how}
         print(f"{label:<58} {timings[label]:7.2f} s   ({how})", flush=True)
 
-    src = cuda_begin + KERNEL
+    src = CUDA_SRC
     with tempfile.TemporaryDirectory() as build:
         os.environ["COURSE_BUILD_DIR"] = build
         if args.lecture == "yes" or (args.lecture == "auto" and mode == "gpu" and has_gpu):
@@ -160,7 +142,7 @@ def main():
             d = Path(build) / name
             d.mkdir(parents=True)
             t = time.perf_counter()
-            m = ext.load_inline(name=name, cpp_sources=[CPP], cuda_sources=[LECTURE_BEGIN + KERNEL],
+            m = ext.load_inline(name=name, cpp_sources=[CPP], cuda_sources=[LECTURE_BEGIN + src[len(cuda_begin):]],
                                 functions=["rgb_to_grayscale"], build_directory=str(d), verbose=False)
             run(m)
             timings["lecture load_inline (torch/extension.h), cold"] = time.perf_counter() - t

@@ -13,27 +13,12 @@ from course import CompileError, cuda_begin, load_cuda
 from course.build import objects, split, toolkit
 from course.build.load import build_report
 from course.build.toolkit import cuda_tool
+from course.topics.grayscale import CPP_SRC, CUDA_SRC
 from tests.host_idioms import IDIOMS
 
 ROOT = Path(__file__).resolve().parent.parent
-GREY_CPP = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"
-GREY = cuda_begin + r"""
-__global__ void rgb_to_grayscale_kernel(unsigned char* x, unsigned char* out, int n) {
-    int i = blockIdx.x*blockDim.x + threadIdx.x;
-    if (i < n) out[i] = 0.2989f*x[i] + 0.5870f*x[i+n] + 0.1140f*x[i+2*n];
-}
-
-torch::Tensor rgb_to_grayscale(torch::Tensor input) {
-    CHECK_INPUT(input);
-    int h = input.size(1);
-    int w = input.size(2);
-    auto output = torch::empty({h, w}, input.options());
-    int threads = 256;
-    rgb_to_grayscale_kernel<<<cdiv(w*h, threads), threads>>>(input.data_ptr<unsigned char>(), output.data_ptr<unsigned char>(), w*h);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-    return output;
-}
-"""
+GREY_CPP = CPP_SRC
+GREY = CUDA_SRC.replace(">>>(\n            input", ">>>(input")  # the launch on one line: a column past it
 
 pytestmark = pytest.mark.xdist_group("build")  # one worker: the cold precompiled headers of each mode are built once
 
@@ -131,9 +116,9 @@ def test_units_keep_torch_out_of_the_kernels_unit():
     assert "__global__" in device and "torch::" not in device and "rgb_to_grayscale(torch::Tensor" not in device
     assert "__global__" not in host and "torch::Tensor rgb_to_grayscale" in host
     assert '__course_launch_rgb_to_grayscale_kernel::run(::course_split::config("rgb_to_grayscale_kernel", ' in host
-    # every line keeps its number: the kernel starts on the student's line 2, the wrapper on line 7
+    # every line keeps its number: the kernel starts on the student's line 2, the wrapper on line 8
     assert '#line 2 "cuda_src"\n__global__ void rgb_to_grayscale_kernel' in device
-    assert '#line 7 "cuda_src"\ntorch::Tensor rgb_to_grayscale' in host
+    assert '#line 8 "cuda_src"\ntorch::Tensor rgb_to_grayscale' in host
 
 
 # ---- builds ------------------------------------------------------------------------------------------
@@ -204,17 +189,17 @@ def test_errors_point_at_the_students_line_and_column(mode):
     broken = GREY.replace("out[i] = 0.2989f", "out[i] = 0.2989f*y")
     msg = compile_error(broken)
     line = student_line(broken, "*y")
-    assert line == 4
+    assert line == 5
     if mode == "cpu":
         assert f"cuda_src:{line}:{column(broken, 'y*x')}: error:" in msg
     else:
         assert f'cuda_src({line}): error: identifier "y" is undefined' in msg
-    assert f"    {line:4d} |     if (i < n) out[i] = 0.2989f*y*x[i]" in msg
+    assert f"    {line:4d} |         out[i] = 0.2989f*y*x[i]" in msg
     assert "cuda_begin" not in msg and "ninja" not in msg and "course_split" not in msg
 
     # After a launch on the same line (rewritten to a longer call in CPU mode): the student's column. The GPU build's
     # wrapper failed under g++, so nvcc built the whole source as one unit: its errors are the ones shown.
-    broken = GREY.replace("output.data_ptr<unsigned char>(), w*h);", "outptu.data_ptr<unsigned char>(), w*h);")
+    broken = GREY.replace("output.data_ptr<unsigned char>(), n);", "outptu.data_ptr<unsigned char>(), n);")
     msg = compile_error(broken)
     line, col = student_line(broken, "outptu"), column(broken, "outptu")
     if mode == "cpu":
@@ -224,7 +209,7 @@ def test_errors_point_at_the_students_line_and_column(mode):
         assert f'cuda_src({line}): error: identifier "outptu" is undefined' in msg, msg
 
     # A wrong argument to the kernel: named as the student's launch, in torch's names as they write them.
-    broken = GREY.replace("output.data_ptr<unsigned char>(), w*h);", "output.data_ptr<float>(), w*h);")
+    broken = GREY.replace("output.data_ptr<unsigned char>(), n);", "output.data_ptr<float>(), n);")
     msg = compile_error(broken)
     line = student_line(broken, "data_ptr<float>")
     if mode == "cpu":
@@ -255,7 +240,7 @@ def test_a_source_that_cannot_be_split_builds_as_one_unit(mode):
     assert how.startswith("one unit: ") and "conditional compilation" in how
     assert grey_right(module, mode)
     # Its errors point at the student's lines too (and columns, in CPU mode, past a rewritten launch).
-    broken = src.replace("output.data_ptr<unsigned char>(), w*h);", "outptu.data_ptr<unsigned char>(), w*h);")
+    broken = src.replace("output.data_ptr<unsigned char>(), n);", "outptu.data_ptr<unsigned char>(), n);")
     msg = compile_error(broken)
     line = student_line(broken, "outptu")
     if mode == "cpu":
@@ -266,7 +251,7 @@ def test_a_source_that_cannot_be_split_builds_as_one_unit(mode):
 
 def test_kernels_that_need_torchs_headers_build_as_before(mode):
     # std::clamp came with torch's headers before the split; the CUDA unit lacks it: built as one unit again.
-    src = GREY.replace("if (i < n) out[i] =", "if (std::clamp(i, 0, n) < n) out[i] =")
+    src = GREY.replace("if (i < n)", "if (std::clamp(i, 0, n) < n)")
     module = load_cuda(src, GREY_CPP, ["rgb_to_grayscale"])
     how = build_report(module)["how"]
     if mode == "gpu":

@@ -264,9 +264,10 @@ def third_plane_too_far(blockidx, threadidx, blockdim, x, out, n):
     out[i] = 0.2989 * x[i] + 0.5870 * x[i + n] + 0.1140 * x[i + 3 * n]
 
 
-def test_the_guard_left_out_must_raise_past_the_end_and_only_there():
+def test_the_guard_left_out_must_raise_past_the_end_and_only_there(capsys):
     course.check_guard_left_out(_launcher(no_guard), "whole_blocks")
     course.check_guard_left_out(_launcher(no_guard), "ragged")
+    assert capsys.readouterr().out.strip().endswith("ragged passed (IndexError past the end, as it must)")
     with pytest.raises(AssertionError, match="raised no IndexError"):
         course.check_guard_left_out(_launcher(guarded), "ragged")
     with pytest.raises(AssertionError, match="which has a pixel"):
@@ -335,6 +336,15 @@ def test_the_launch_lines_are_the_calls_of_the_wrapper():
     script = 'm = load_cuda(far_src, cpp_src, ["rgb_to_grayscale"])\ng = m.rgb_to_grayscale(x)  # launch\nt = g.sum()\n'
     assert blocking._launch_lines(script) == [2]
     assert "out[i + 5]" in blocking.overrun_source(5) and "if (i < n)" not in blocking.overrun_source(guard=False)
+
+
+def test_overrun_source_starts_from_the_L3_lessons_solution():
+    from course.topics.grayscale import CUDA_SRC
+    nb = json.loads((ROOT / "source" / "grayscale" / "04_L3_cuda.ipynb").read_text())
+    cell = next("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code" and "__global__" in "".join(c["source"]))
+    solution = "".join(ln for ln in cell.splitlines(keepends=True) if "// BEGIN SOLUTION" not in ln and "// END SOLUTION" not in ln)
+    assert 'cuda_src = cuda_begin + r"""' + CUDA_SRC[len(course.cuda_begin):] + '"""' in solution
+    assert blocking.overrun_source() == CUDA_SRC
 
 
 def test_a_script_that_catches_its_error_is_told_so():

@@ -21,11 +21,13 @@ class Exercise:
     topic: str                                   # the module that defines it, e.g. "course.topics.grayscale"
     cases: Callable[[str, Any, str], list]       # (case, seed, rung "python" or "cuda") -> [Case]
     case_names: dict                             # rung -> the case names it takes
-    judge: Callable[..., None]                   # (yours, case, what, unwritten) -> None; raises AssertionError
-    out_dtype: torch.dtype
-    out_numel: Callable[[Case], int]             # elements of the right output for a case
+    judge: Callable[..., None]                   # (yours, case, what, *seen) -> None or AssertionError; seen: unwritten
+    out_dtype: torch.dtype = None                # a tensor output's; None where the answer is not a tensor
+    out_numel: Callable[[Case], int] = None      # elements of the right output for a case
     probe: str = "ragged"                        # the case that the memory, race and integrity checks run
     hints: dict = field(default_factory=dict)    # memory, race, computes: the runners' hints in the topic's words
+    raised: Callable[..., None] = None           # (error, case, what): returns where raising is the right answer
+    passed: dict = field(default_factory=dict)   # case -> what its pass line adds
     func: str = None                             # CUDA rung: the C++ function the module exports
     cpp_src: str = None                          # CUDA rung: its declaration, as the lesson gives it
 

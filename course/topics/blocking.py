@@ -6,14 +6,13 @@ kernel, and the error is raised at the launch itself. CPU mode always runs a lau
 """
 import re
 
-from ..cuda import cuda_begin
 from ..device import cpu_mode
 from ..harness.exercise import judges
 from ..processes import run_in_child
+from .grayscale import CPP_SRC, CUDA_SRC
 
 __all__ = ("overrun_source", "check_launch_blocking")
 
-CPP_SRC = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"  # the lessons' declaration
 FAR = 1 << 28  # bytes past pixel i: 256 MiB, far beyond any memory PyTorch holds for a small tensor
 LAUNCH = re.compile(r"\brgb_to_grayscale\s*\(")
 # What CUDA calls a stray access. An H200 reports the far write as an address outside any memory space
@@ -26,33 +25,15 @@ def is_fault(text):
     """True for an error message in which CUDA reports a kernel's stray memory access."""
     return any(f in (text or "") for f in FAULTS)
 
-_WRAPPER = r"""
-torch::Tensor rgb_to_grayscale(torch::Tensor input) {
-    CHECK_INPUT(input);
-    int h = input.size(1);
-    int w = input.size(2);
-    int n = h * w;
-    auto output = torch::empty({h, w}, input.options());
-    int threads = 256;
-    if (n > 0) {
-        rgb_to_grayscale_kernel<<<cdiv(n, threads), threads>>>(
-            input.data_ptr<unsigned char>(), output.data_ptr<unsigned char>(), n);
-        C10_CUDA_KERNEL_LAUNCH_CHECK();
-    }
-    return output;
-}
-"""
+
+GUARDED = "if (i < n)\n        out[i] = "  # the L3 kernel's store, as CUDA_SRC writes it
 
 
 def overrun_source(offset=0, guard=True):
     """The lessons' grayscale source writing each pixel offset bytes too far, or (guard=False) unguarded (taught in drills/03)."""
-    test = "if (i < n)\n        " if guard else ""
-    where = f"i + {offset}" if offset else "i"
-    note = (f"  // {offset:,} bytes past pixel i" if offset else "  // no guard: the threads past n write too")
-    kernel = (f"\n__global__ void rgb_to_grayscale_kernel(unsigned char* x, unsigned char* out, int n) {{\n"
-              f"    int i = blockIdx.x*blockDim.x + threadIdx.x;\n"
-              f"    {test}out[{where}] = 0.2989f*x[i] + 0.5870f*x[i+n] + 0.1140f*x[i+2*n];{note}\n}}\n")
-    return cuda_begin + kernel + _WRAPPER
+    store = ("if (i < n)\n        " if guard else "") + (f"out[i + {offset}] = " if offset else "out[i] = ")
+    note = f"  // {offset:,} bytes past pixel i" if offset else "" if guard else "  // no guard: the threads past n write too"
+    return CUDA_SRC.replace(GUARDED, store).replace("x[i+2*n];", f"x[i+2*n];{note}", 1)
 
 
 def _launch_lines(script):

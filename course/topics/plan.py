@@ -6,7 +6,7 @@ example, that there are at least two examples of different shapes, and that the 
 """
 import torch
 
-from ..harness.exercise import judges, require_case, unwritten
+from ..harness.exercise import expect_tensor, first, judges, require_case, unwritten, wrong_elements
 from ..harness.python import call_quietly
 
 __all__ = ("check_plan_l0",)
@@ -39,15 +39,14 @@ def judge_examples(examples, what):
         if not isinstance(mine, torch.Tensor) or not isinstance(ref, torch.Tensor):
             raise AssertionError(f"for {where} your L0 returned {type(mine).__name__} and your reference "
                                  f"{type(ref).__name__}; both must return tensors.\nHint: return the output tensor.")
-        if mine.shape != ref.shape or mine.dtype != ref.dtype:
-            raise AssertionError(f"for {where} your L0 returned {tuple(mine.shape)} {mine.dtype}, your reference "
-                                 f"{tuple(ref.shape)} {ref.dtype}.\nHint: both must give the same shape and dtype.")
+        expect_tensor(mine, "your L0", where, ref.shape, ref.dtype, {
+            "shape": "the expected shape is your reference's: your L0 must give the same.",
+            "dtype": "the expected dtype is your reference's: your L0 must give the same."})
         never = unwritten(mine)
         if never is not None and bool(never.any()) and not bool(unwritten(ref).any()):
-            idx = never.nonzero()[0].tolist()
-            raise AssertionError(f"for {where} your L0 left {int(never.sum()):,} of {mine.numel():,} elements "
-                                 f"unwritten (the first at index {idx}: it still holds what torch.empty handed out).\nHint: the "
-                                 "loop must write every output element.")
+            raise wrong_elements(f"for {where} your L0 left {int(never.sum()):,} of {mine.numel():,} elements "
+                                 f"unwritten (the first at index {first(never)[0]}: it still holds what torch.empty "
+                                 "handed out).\nHint: the loop must write every output element.", never)
         if mine.dtype.is_floating_point or mine.dtype.is_complex:
             ok = torch.allclose(mine.double(), ref.double(), rtol=RTOL, atol=ATOL, equal_nan=True)
         else:
@@ -55,11 +54,11 @@ def judge_examples(examples, what):
         if not ok:
             bad = ~torch.isclose(mine.double(), ref.double(), rtol=RTOL, atol=ATOL, equal_nan=True) \
                 if mine.dtype.is_floating_point else mine != ref
-            idx = bad.nonzero()[0].tolist() if mine.dim() else []
-            raise AssertionError(f"for {where} your L0 and your reference differ on {int(bad.sum()):,} of "
+            idx, _ = first(bad)
+            raise wrong_elements(f"for {where} your L0 and your reference differ on {int(bad.sum()):,} of "
                                  f"{mine.numel():,} elements; the first at index {idx}: L0 {mine[tuple(idx)].item()}, "
                                  f"reference {ref[tuple(idx)].item()} (floats may differ by {RTOL:g} relative + "
-                                 f"{ATOL:g}).\nHint: run both on that example and print the element's inputs.")
+                                 f"{ATOL:g}).\nHint: run both on that example and print the element's inputs.", bad)
 
 
 @judges("python")

@@ -11,10 +11,10 @@ import tempfile
 import torch
 
 from ..harness.cuda import compiled
-from ..harness.exercise import judges, require_case
+from ..harness.exercise import Case, judges, require_case
 from ..images import photo
 from ..processes import run_in_child
-from .grayscale import GREY_SLACK, RGB2GREY, rgb2grey_exact
+from .grayscale import RGB2GREY, grey_range, rgb2grey_exact
 
 __all__ = ("check_printf_cuda",)
 
@@ -33,20 +33,20 @@ synchronize()
 
 
 def printf_cases(case):
-    """(where, image) of a printf case."""
+    """The image of a printf case, as a Case."""
     if case == "photo":
         img = photo()
-        return f"the photo ({img.shape[1]}x{img.shape[2]})", img
+        return Case(f"the photo ({img.shape[1]}x{img.shape[2]})", (img,))
     g = torch.Generator().manual_seed(3)
-    img = torch.randint(0, 256, (3, 1, 3), dtype=torch.uint8, generator=g)
-    return "a 1x3 image (three pixels, fewer than five)", img
+    return Case("a 1x3 image (three pixels, fewer than five)",
+                (torch.randint(0, 256, (3, 1, 3), dtype=torch.uint8, generator=g),))
 
 
 def judge_lines(lines, img, where):
     """Asserts the printed lines name pixels 0 to min(5, n)-1 once each, with their grey values."""
     n = img[0].numel()
     want = list(range(min(FIRST, n)))
-    exact = rgb2grey_exact(img).reshape(-1)
+    lows, highs = grey_range(rgb2grey_exact(img).reshape(-1))
     found = [(int(m.group(1)), float(m.group(2)), m.group(2)) for m in map(LINE.search, lines) if m]
     shown = "\n".join(f"    {ln}" for ln in lines[:8]) + ("\n    ..." if len(lines) > 8 else "")
     if not found:
@@ -74,7 +74,7 @@ def judge_lines(lines, img, where):
         raise AssertionError(f"your kernel printed the indices {indices} for {where}; expected {want}, each once.\n"
                              f"  it printed:\n{shown}\nHint: {hint}.")
     for i, value, text in sorted(found):
-        lo, hi = int((exact[i] - GREY_SLACK).floor()), int((exact[i] + GREY_SLACK).floor())
+        lo, hi = int(lows[i]), int(highs[i])
         if value in (lo, hi):
             continue
         r, g, b = (int(img.reshape(3, -1)[c, i]) for c in range(3))
@@ -99,7 +99,8 @@ def check_printf_cuda(answer, case="photo"):
     """Runs your compiled rgb_to_grayscale in a fresh process on one case ("photo", "small") and judges the lines its kernel printed."""
     require_case(case, ("photo", "small"))
     path, func = compiled(RGB2GREY, answer)
-    where, img = printf_cases(case)
+    c = printf_cases(case)
+    where, img = c.where, c.args[0]
     with tempfile.TemporaryDirectory(prefix="course-printf-") as tmp:
         image = os.path.join(tmp, "image.pt")
         torch.save(img, image)

@@ -4,13 +4,11 @@ The timer gets work that behaves like a kernel launch (course.timing.AsyncWork: 
 work is done by the next synchronize()) or like a kernel whose first call is slow (SlowFirstCall), and must
 report how long one call's work takes. A timer that reads the clock without waiting measures the launch alone.
 """
-import time
-
 import torch
 
 from ..device import synchronize
-from ..harness.exercise import Case, judges, require_case
-from ..harness.python import call_quietly
+from ..harness.exercise import Case, Exercise, judges
+from ..harness.python import answers, print_passed
 from ..timing import AsyncWork, SlowFirstCall
 
 __all__ = ("check_timer",)
@@ -29,11 +27,12 @@ def timer_cases(case, seed, rung):
                  (SlowFirstCall(FIRST_MS, LATER_MS),))]
 
 
-def judge_timer(yours, work, what, where, wall_ms, left_running=False):
+def judge_timer(yours, case, what, wall_ms, left_running=False):
     """Asserts the timer reported one call's time in milliseconds, within SLACK of the true time.
 
     wall_ms: how long the timer ran; left_running: whether work it started was unfinished when it returned.
     """
+    work, where = case.args[0], case.where
     want = work.ms
     if isinstance(yours, torch.Tensor) and yours.numel() == 1:
         yours = yours.item()
@@ -72,17 +71,17 @@ def judge_timer(yours, work, what, where, wall_ms, left_running=False):
     raise AssertionError(f"{msg}\nHint: {hint}")
 
 
+TIMER = Exercise(name="timer", topic=__name__, cases=timer_cases, case_names={"python": ("waits", "warmup")},
+                 judge=judge_timer)
+
+
 @judges("python")
 def check_timer(fn, case="waits"):
     """Checks a timer fn(work) -> milliseconds: "waits" (work that runs like a launch) or "warmup" (a slow first call)."""
-    require_case(case, ("waits", "warmup"))
     what = getattr(fn, "__name__", "your timer")
-    for c in timer_cases(case, None, "python"):
-        start = time.perf_counter()
-        yours = call_quietly(fn, c.args, what, c.where)
-        wall_ms = (time.perf_counter() - start) * 1e3
+    for c, yours, wall_ms in answers(TIMER, fn, case):
         work = c.args[0]
         left_running = isinstance(work, AsyncWork) and work.pending()
         synchronize()  # what the timer left running is not the next case's, nor the notebook's
-        judge_timer(yours, work, what, c.where, wall_ms, left_running)
-    print(f"{what}: {case} passed")
+        TIMER.judge(yours, c, what, wall_ms, left_running)
+    print_passed(TIMER, what, case)
