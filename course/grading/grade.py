@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..processes import run_in_session
 from . import merge
 from .layout import (CourseError, course_root, db_path, db_url, notebook_names, read_notebook, require_assignment,
                      state_dir, submitted_students)
@@ -195,25 +196,6 @@ def _stop_all():
             pass
 
 
-def _run_worker(cmd, env, log, timeout):
-    """Runs a worker in a session of its own; its exit code, or None after the timeout (then killed, all of it)."""
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        _running.add(proc)
-        try:
-            return proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return None
-        except BaseException:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise
-        finally:
-            _running.discard(proc)
-
-
 def prebuild(plan, processes=None, gpu=True):
     """Compiles the CUDA sources of the students to grade on all cores: (seconds, sources built, sources that failed)."""
     from .compile import build_all, compile_jobs
@@ -317,7 +299,7 @@ def _pool(plan, tmp, workers, gpus, make_env, threads, extra_env, verify, timeou
             log = logs / f"{student}.log"
             log.write_text("")
             t = time.perf_counter()
-            code = _run_worker(command("course.grading.worker", args, env), env, log, timeout)
+            code = run_in_session(command("course.grading.worker", args, env), env, log, timeout, _running)
             seconds = time.perf_counter() - t
             if code is None:
                 result = {"ok": False, "reason": f"grading took longer than {timeout} s and was stopped"}

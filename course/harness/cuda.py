@@ -24,6 +24,7 @@ from ..build import CompileError, build_name, build_root, built, module_path
 from ..build.load import sources_of
 from ..build.toolkit import cuda_tool, quiet_cpp_extension
 from ..device import cpu_mode, require_gpu
+from ..processes import run_in_session
 from . import integrity
 from .child import Job
 from .evidence import guard_hint
@@ -103,18 +104,6 @@ def _child_env():
     return dict(os.environ, PYTHONWARNINGS="ignore")
 
 
-def _spawned(cmd, env, log, timeout):
-    """Runs cmd in a process of its own session: its exit code, None after a timeout (then killed)."""
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        try:
-            return proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return None
-
-
 def in_child(task, args, log, timeout, sanitizer=None, env=None):
     """Runs child.<task>(*args) in a fresh process: forked from the warm server, or started under sanitizer; its exit code, None after a timeout."""
     if sanitizer is None and env is None:
@@ -129,7 +118,7 @@ def in_child(task, args, log, timeout, sanitizer=None, env=None):
         except OSError:  # no warm server to be had: a fresh interpreter does the same, slower
             pass
     cmd = (sanitizer or []) + [sys.executable, "-m", "course.harness.child", task, *map(str, args)]
-    return _spawned(cmd, env or _child_env(), log, timeout)
+    return run_in_session(cmd, env or _child_env(), log, timeout)
 
 
 def _hang(seconds):
