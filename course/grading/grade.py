@@ -27,6 +27,7 @@ from .layout import (CourseError, course_root, db_path, db_url, notebook_names, 
                      state_dir, submitted_students)
 from .ledger import Ledger, fingerprint, grading_code_digest
 from .seeds import ensure_secret
+from .verify import disagreement_line
 from .warmstub import command
 
 STUDENT_TIMEOUT = 3 * 3600  # seconds for one student's grading, all notebooks and the re-run together
@@ -385,7 +386,5 @@ def report(summary):
     if summary["disagreements"]:
         lines.append(f"  {len(summary['disagreements'])} tests disagree with the clean re-run (python -m course "
                      "verify lists them; a student may have tampered with a check):")
-        for student, nb, grade_id, graded, rerun, message in summary["disagreements"]:
-            lines.append(f"    {student}  {nb}/{grade_id}: notebook {'passed' if graded else 'failed'}, clean re-run "
-                         f"{'passed' if rerun else 'failed'}: {message.splitlines()[0] if message else ''}")
+        lines += [f"    {disagreement_line(row)}" for row in summary["disagreements"]]
     return "\n".join(lines)
