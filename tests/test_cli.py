@@ -4,7 +4,9 @@ The fast tests call the pieces directly; the slow ones release grayscale, collec
 grade it (stopped halfway, then resumed), and judge the outcome: the gradebook, the ledger, the feedback and
 the export, never the lines the commands happen to log.
 """
+import ast
 import csv
+import importlib
 import json
 import os
 import re
@@ -83,6 +85,32 @@ def test_every_command_has_help():
     for name in COMMANDS:
         proc = subprocess.run([sys.executable, "-m", "course", name, "--help"], capture_output=True, text=True)
         assert proc.returncode == 0 and "usage: python -m course " + name in proc.stdout, proc.stderr
+
+
+def _resolves(name):
+    """True when a dotted name is a module of the course or a name in one."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for part in parts[i:]:
+            if not hasattr(found, part):
+                return False
+            found = getattr(found, part)
+        return True
+    return False
+
+
+def test_docstrings_and_help_name_only_modules_and_functions_that_exist():
+    stale = []
+    for path in sorted([*(ROOT / "course").rglob("*.py"), *(ROOT / "benchmarks").glob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                stale += [f"{path.relative_to(ROOT)}:{node.lineno} {m}" for m in
+                          re.findall(r"(?<![\w/.])course(?:\.[A-Za-z_]\w*)+", node.value) if not _resolves(m)]
+    assert not stale
 
 
 def test_the_command_line_starts_without_torch():
