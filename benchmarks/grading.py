@@ -250,7 +250,7 @@ def course_path(course, assignment, build_dir, deadline, out, workers=None, veri
 
 
 def verify_sample(course, assignment, students, build_dir, deadline, out, workers=None):
-    """course.verify's clean re-run of a sample of graded students, timed alone (as `make grade` runs it after autograde)."""
+    """`course verify`'s clean re-run of a sample of graded students, timed alone (`course grade --audit` runs it per student)."""
     cmd = [sys.executable, "-m", "course", "verify", assignment] + [x for s in students for x in ("--student", s)]
     cmd += ["--workers", str(workers or os.cpu_count())]
     with Sampler() as sampler:
@@ -313,7 +313,7 @@ def slurm_jobs(cluster, job):
 
 def slurm_path(course, assignment, tasks, build_dir, out, timeout):
     """The class graded through a one-node Slurm started here: `course slurm grade --tasks N --cpu`, wall and shard seconds."""
-    from tests.test_slurm import LocalCluster, missing_prerequisite
+    from course.grading.localslurm import LocalCluster, missing_prerequisite
     reason = missing_prerequisite()
     if reason:
         return {"error": reason}

@@ -19,10 +19,15 @@ _ALL = re.compile(r"^__all__ = (\(.*?\)|\[.*?\])", re.S | re.M)
 _CPP_SRC = re.compile(r'^cpp_src = ("(?:[^"\\]|\\.)*")$', re.M)
 
 
+def _topic_files():
+    """The topic modules' files, sorted: every course/topics/*.py but the package's __init__.py."""
+    return [p for p in sorted(TOPICS.glob("*.py")) if p.stem != "__init__"]
+
+
 def topic_exports():
     """{name: "topics.<module>"} for every name a topic module lists in its __all__ (read, not imported)."""
     where = {}
-    for path in sorted(TOPICS.glob("*.py")):
+    for path in _topic_files():
         found = _ALL.search(path.read_text())
         for name in ast.literal_eval(found.group(1)) if found else ():
             where[name] = f"topics.{path.stem}"
@@ -31,7 +36,7 @@ def topic_exports():
 
 def topic_modules():
     """The importable names of the topic modules, e.g. "course.topics.grayscale"."""
-    return tuple(f"course.topics.{p.stem}" for p in sorted(TOPICS.glob("*.py")) if p.stem != "__init__")
+    return tuple(f"course.topics.{p.stem}" for p in _topic_files())
 
 
 def names(root, where="source"):

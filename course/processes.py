@@ -121,6 +121,25 @@ def run_in_child(code, env=None, timeout=TIMEOUT, under=None, **variables):
     return ChildRun(code, None if status == "timeout" else status, stdout, stderr, seconds, env)
 
 
+def run_in_session(cmd, env, log, timeout, running=None):
+    """Runs cmd in a session of its own, its output appended to log: its exit code, or None after timeout (then killed, all of it)."""
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        if running is not None:  # a set of the processes running now, for a caller that may have to stop them all
+            running.add(proc)
+        try:
+            return proc.wait(timeout=timeout)
+        except BaseException as e:  # noqa: B902 (the timeout, or an interrupt: nothing it started keeps running)
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            if isinstance(e, subprocess.TimeoutExpired):
+                return None
+            raise
+        finally:
+            if running is not None:
+                running.discard(proc)
+
+
 def _spawn(cmd, out_path, err_path, env, timeout):
     """Runs cmd in a session of its own with output to files: its exit status (negative: a signal), or "timeout"."""
     with open(out_path, "wb") as out, open(err_path, "wb") as err:

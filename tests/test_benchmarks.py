@@ -1,4 +1,8 @@
-"""The benchmarks' own kernels are right before they are timed (the notebooks' kernels are checked where they are taught)."""
+"""The benchmarks' own kernels are right before they are timed (the notebooks' kernels are checked where they are taught), and
+the benchmarks stand on the course alone, never on the tests."""
+import ast
+from pathlib import Path
+
 import torch
 
 from benchmarks import matmul as bench
@@ -15,3 +19,11 @@ def test_the_matmul_benchmarks_own_kernel_is_right_on_ragged_shapes():
             a, b = torch.randn(h, k), torch.randn(k, w)
             got = getattr(module, func)(a.to(device()), b.to(device()), *extra).cpu().double()
             assert (got - a.double() @ b.double()).abs().max() < 1e-3, (name, (h, k, w))
+
+
+def test_no_benchmark_imports_from_the_tests():
+    for path in sorted((Path(__file__).resolve().parent.parent / "benchmarks").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        imported = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module] + \
+            [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        assert not [m for m in imported if m == "tests" or m.startswith("tests.")], path.name

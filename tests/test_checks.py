@@ -1,4 +1,5 @@
 """The grayscale checks pass right answers and reject wrong ones, each with a reason a beginner can use."""
+import os
 import signal
 
 import pytest
@@ -6,7 +7,7 @@ import torch
 
 from course import GPUNeeded, blk_kernel, cdiv, check_rgb2grey, check_rgb2grey_cuda, has_gpu, rgb2grey, run_kernel
 from course.harness.child import Run
-from course.harness.cuda import _crashed
+from course.harness.cuda import _crashed, in_child
 from course.harness.exercise import Case
 from course.harness.integrity import judge as judge_integrity
 from course.harness.integrity import kernels, torch_ops
@@ -205,6 +206,12 @@ def test_a_timeout_says_it_ran_past_the_limit_and_gives_both_causes():
     message = str(info.value)
     assert "ran past the check's time limit" in message and "for j in range(10**9):" in message
     assert "loops over every element itself" in message and "never ends" in message
+
+
+def test_a_checks_child_started_afresh_writes_its_log_and_gives_its_exit_code(tmp_path):
+    log = tmp_path / "output.txt"  # an environment of its own: a fresh interpreter, not a fork of the warm server
+    code = in_child("run", [tmp_path / "no-job.pt", tmp_path / "result.pt"], log, 120, env=dict(os.environ))
+    assert code == 1 and "no-job.pt" in log.read_text()
 
 
 def slow_kernel(i, x):

@@ -4,7 +4,9 @@ The fast tests call the pieces directly; the slow ones release grayscale, collec
 grade it (stopped halfway, then resumed), and judge the outcome: the gradebook, the ledger, the feedback and
 the export, never the lines the commands happen to log.
 """
+import ast
 import csv
+import importlib
 import json
 import os
 import re
@@ -30,6 +32,7 @@ from course.grading.grade import in_shard
 from course.grading.layout import CourseError
 from course.grading.merge import remove_student
 from course.grading.submissions import write_submissions
+from course.grading.verify import disagreement_line, verification_source
 from tests.test_pipeline import EXPECTED_PASSES, L0, L3
 from tests.test_release import ROOT, nbgrader
 
@@ -84,6 +87,32 @@ def test_every_command_has_help():
         assert proc.returncode == 0 and "usage: python -m course " + name in proc.stdout, proc.stderr
 
 
+def _resolves(name):
+    """True when a dotted name is a module of the course or a name in one."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for part in parts[i:]:
+            if not hasattr(found, part):
+                return False
+            found = getattr(found, part)
+        return True
+    return False
+
+
+def test_docstrings_and_help_name_only_modules_and_functions_that_exist():
+    stale = []
+    for path in sorted([*(ROOT / "course").rglob("*.py"), *(ROOT / "benchmarks").glob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                stale += [f"{path.relative_to(ROOT)}:{node.lineno} {m}" for m in
+                          re.findall(r"(?<![\w/.])course(?:\.[A-Za-z_]\w*)+", node.value) if not _resolves(m)]
+    assert not stale
+
+
 def test_the_command_line_starts_without_torch():
     # an instructor's `course collect`, `merge` or `--help` should not wait seconds for PyTorch to load
     script = "import sys, course.grading.cli; sys.exit('torch' in sys.modules)"
@@ -97,6 +126,28 @@ def test_personal_seeds_differ_per_student_and_repeat_exactly():
     source = '"""docstring, seed=1"""\n### BEGIN HIDDEN TESTS\ncheck_rgb2grey(rgb2grey_py, "random", seed=4021)\n'
     assert seeds.personal_source(source, "alice", secret) == source.replace("seed=4021", f"seed={a}")
     assert seeds.personal_source(source, "alice", None) == source  # no secret: the seeds as written
+
+
+def test_the_clean_rerun_takes_its_tests_with_the_seeds_as_written_or_the_students_own(tmp_path):
+    root = course_folder(tmp_path / "course", released=False)
+    assert verification_source(root, "grayscale", "alice", None, tmp_path) == root / "source" / "grayscale"
+
+    def hidden_seed(folder):
+        nb = nbformat.read(folder / f"{L0}.ipynb", as_version=4)
+        return int(re.search(r"seed=(\d+)", next(c.source for c in nb.cells if "seed=" in c.source)).group(1))
+    written = hidden_seed(root / "source" / "grayscale")
+    own = verification_source(root, "grayscale", "alice", SECRET.encode(), tmp_path / "alice")
+    assert hidden_seed(own) == seeds.personal_seed(written, "alice", SECRET.encode()) != written
+
+
+def test_a_disagreement_reads_as_one_line_naming_the_test_and_both_verdicts():
+    row = ("bob", L0, "rgb2grey_py_hidden_sizes", True, False, "AssertionError: 3 pixels are wrong\nmore")
+    assert disagreement_line(row) == (f"bob  {L0}/rgb2grey_py_hidden_sizes: notebook passed, clean re-run failed: "
+                                      "AssertionError: 3 pixels are wrong")
+    from course.grading.grade import report
+    summary = {"assignment": "grayscale", "students": 1, "unchanged": 0, "graded": ["bob"], "workers": 1,
+               "failed": {}, "kernel_stopped": {}, "timing": {}, "disagreements": [row]}
+    assert f"    {disagreement_line(row)}" in report(summary).splitlines()
 
 
 def test_feedback_shows_a_hidden_tests_verdict_but_not_its_code_or_the_courses_frames():
@@ -381,6 +432,14 @@ def test_export_writes_grades_and_which_exercise_the_class_failed(graded):
     assert tests["rgb_to_grayscale_cuda_tiny"]["passed"] == "1" and tests["rgb_to_grayscale_cuda_tiny"]["students_with_it"] == "3"
     assert (root / "exports" / "grayscale-pass-rates.png").stat().st_size > 1000
     assert "rgb2grey_py_photo" in proc.stdout
+
+
+@pytest.mark.xdist_group("cli-grayscale")
+@pytest.mark.timeout(3600)
+def test_course_verify_reruns_a_student_with_their_own_hidden_cases_and_agrees(graded):
+    proc = course("verify", "grayscale", "--student", "bob", cwd=graded["root"])
+    found = re.search(r"(\d+) tests re-run in clean processes; 0 disagree", proc.stdout)
+    assert found and int(found.group(1)) == sum(1 for row in table(graded["root"]).values() if "bob" in row), proc.stdout
 
 
 @pytest.mark.xdist_group("cli-grayscale")

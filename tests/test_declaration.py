@@ -36,6 +36,8 @@ def test_course_exports_what_each_topic_lists_and_nothing_else_from_topics():
     for name, where in topic_exports().items():
         assert getattr(course, name).__module__ == f"course.{where}", name
     assert set(topic_modules()) <= set(PRELOAD)
+    assert {f"course.{where}" for where in topic_exports().values()} <= set(topic_modules())
+    assert "course.topics.__init__" not in topic_modules()
 
 
 def _course_with(tmp_path, assignment, notebook, edit):

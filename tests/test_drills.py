@@ -3,6 +3,7 @@ import ctypes
 import json
 import shutil
 import statistics
+import threading
 import time
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import torch
 
 import course
 from course.harness.exercise import Case
-from course.processes import run_in_child
+from course.processes import run_in_child, run_in_session
 from course.topics import blocking, plan, printf, rounding, rows
 from tests.test_release import ROOT
 
@@ -80,6 +81,24 @@ def test_a_child_that_crashes_hangs_or_exits_is_reported_as_such():
 def test_a_child_under_another_command_is_a_fresh_process():
     run = run_in_child("import sys\nprint(sys.argv[0].endswith('processes.py'))\nraise KeyError(5)", under=["env"])
     assert run.stdout.strip() == "True" and run.line == 3 and run.error == "KeyError: 5"
+
+
+def test_a_command_in_a_session_of_its_own_is_killed_whole_at_its_time_limit(tmp_path):
+    log, pid_file, running = tmp_path / "log.txt", tmp_path / "grandchild.pid", set()
+    script = f"sleep 60 & echo $! > {pid_file}; echo started; wait"
+    assert run_in_session(["bash", "-c", script], None, log, 2, running) is None
+    stat = Path(f"/proc/{pid_file.read_text().strip()}/stat")
+    deadline = time.monotonic() + 10
+    while stat.exists() and stat.read_text().split(") ")[-1][0] != "Z" and time.monotonic() < deadline:
+        time.sleep(0.1)  # what the session started dies with it (a zombie until someone reaps it)
+    assert not stat.exists() or stat.read_text().split(") ")[-1][0] == "Z"
+    assert log.read_text() == "started\n" and not running
+    seen = []
+    watch = threading.Thread(target=lambda: (time.sleep(0.5), seen.append(len(running))))
+    watch.start()
+    assert run_in_session(["bash", "-c", "sleep 1; echo again; exit 3"], None, log, 30, running) == 3
+    watch.join()
+    assert seen == [1] and not running and log.read_text() == "started\nagain\n"
 
 
 def test_variables_must_be_plain_data():

@@ -163,7 +163,7 @@ def parser():
     c = command("verify", _verify, "Re-runs graded submissions in clean processes, each with the student's own "
                 "hidden cases, and lists every test whose verdict differs from the autograded notebook.")
     c.add_argument("--student", action="append", help="only this student (repeatable)")
-    c.add_argument("--workers", type=int, help="notebooks re-run at once (default: half the cores)")
+    c.add_argument("--workers", type=int, help="students re-run at once (default: half the cores)")
 
     c = command("merge", _merge, "Merges the shards of `grade --shard i/N` into the course's gradebook: shards "
                 "graded in this folder, and course folders of other hosts named here.")

@@ -21,11 +21,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..processes import run_in_session
 from . import merge
 from .layout import (CourseError, course_root, db_path, db_url, notebook_names, read_notebook, require_assignment,
                      state_dir, submitted_students)
 from .ledger import Ledger, fingerprint, grading_code_digest
 from .seeds import ensure_secret
+from .verify import disagreement_line
 from .warmstub import command
 
 STUDENT_TIMEOUT = 3 * 3600  # seconds for one student's grading, all notebooks and the re-run together
@@ -195,25 +197,6 @@ def _stop_all():
             pass
 
 
-def _run_worker(cmd, env, log, timeout):
-    """Runs a worker in a session of its own; its exit code, or None after the timeout (then killed, all of it)."""
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        _running.add(proc)
-        try:
-            return proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return None
-        except BaseException:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            raise
-        finally:
-            _running.discard(proc)
-
-
 def prebuild(plan, processes=None, gpu=True):
     """Compiles the CUDA sources of the students to grade on all cores: (seconds, sources built, sources that failed)."""
     from .compile import build_all, compile_jobs
@@ -317,7 +300,7 @@ def _pool(plan, tmp, workers, gpus, make_env, threads, extra_env, verify, timeou
             log = logs / f"{student}.log"
             log.write_text("")
             t = time.perf_counter()
-            code = _run_worker(command("course.grading.worker", args, env), env, log, timeout)
+            code = run_in_session(command("course.grading.worker", args, env), env, log, timeout, _running)
             seconds = time.perf_counter() - t
             if code is None:
                 result = {"ok": False, "reason": f"grading took longer than {timeout} s and was stopped"}
@@ -403,7 +386,5 @@ def report(summary):
     if summary["disagreements"]:
         lines.append(f"  {len(summary['disagreements'])} tests disagree with the clean re-run (python -m course "
                      "verify lists them; a student may have tampered with a check):")
-        for student, nb, grade_id, graded, rerun, message in summary["disagreements"]:
-            lines.append(f"    {student}  {nb}/{grade_id}: notebook {'passed' if graded else 'failed'}, clean re-run "
-                         f"{'passed' if rerun else 'failed'}: {message.splitlines()[0] if message else ''}")
+        lines += [f"    {disagreement_line(row)}" for row in summary["disagreements"]]
     return "\n".join(lines)

@@ -1,15 +1,14 @@
 """Re-verification outside nbgrader: every submission's answers re-checked where no student code runs, against the notebook's score.
 
 A student's cell runs in the same Python as the test cells after it, so it can redefine a check
-(`check_rgb2grey = lambda *a: None`), patch the course package or PyTorch. Here each submitted
-notebook runs again, split over two fresh processes built from the instructor's source: a worker
-runs the notebook's cells (only the solution cells come from the student) and nothing else; the
-judge runs each test cell's check from the installed package, asking the worker only for the
-student's answer: a Python function is called in the worker on the judge's inputs and its output
+(`check_rgb2grey = lambda *a: None`), patch the course package or PyTorch. Here a student's submitted
+notebooks run again in fresh processes, built from the instructor's source with the seeds as written or
+the student's own: a worker per notebook runs its cells (only the solution cells come from the student)
+and nothing else; one judge runs each test cell's check from the installed package, asking the worker
+only for the student's answer: a Python function is called in the worker on the judge's inputs and its output
 comes back, a CUDA source comes back as text and is compiled and run by the judge's own child
 processes. Any test whose verdict differs from the autograded notebook's is reported.
 """
-import argparse
 import json
 import multiprocessing
 import os
@@ -22,7 +21,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import determine_grade, is_solution
 
-from .seeds import is_test_cell
+from .seeds import is_test_cell, personal_notebook
 from .trusted import Answers, answer, decode, encode, judge_cell
 
 NOTEBOOK_TIMEOUT = 1800  # seconds for one notebook's re-run: compiles and checks included
@@ -151,60 +150,97 @@ def _run_child(nb_path, result_path):
     Path(result_path).write_text(json.dumps(verdicts))
 
 
-def verify_notebook(source_path, submitted_path, timeout=NOTEBOOK_TIMEOUT):
-    """Re-runs a submitted notebook's answers against the source's tests in a fresh process: {grade_id: verdict}."""
-    source_nb = nbformat.read(source_path, as_version=4)
-    submitted_nb = nbformat.read(submitted_path, as_version=4)
-    with tempfile.TemporaryDirectory(prefix="course-verify-") as tmp:
-        nb_path, result = Path(tmp) / "merged.ipynb", Path(tmp) / "verdicts.json"
-        nbformat.write(merged(source_nb, submitted_nb), nb_path)
-        env = dict(os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="ignore")
+def verification_source(root, assignment, student, secret, tmp):
+    """Where a student's re-run takes its tests from: source/<assignment>/, or with a secret a copy in tmp with their seeds."""
+    src = Path(root) / "source" / assignment
+    if secret is None:
+        return src
+    out = Path(tmp) / "source" / assignment
+    out.mkdir(parents=True)
+    for p in src.iterdir():
+        if p.suffix == ".ipynb":
+            nbformat.write(personal_notebook(nbformat.read(p, as_version=4), student, secret), out / p.name)
+        else:
+            (out / p.name).symlink_to(p.resolve())
+    return out
+
+
+def _judge(folder, jobs, timeout):
+    """Re-runs merged notebooks [(notebook, result file)] in one fresh judge process in folder: why it stopped, or None."""
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="ignore")
+    cmd = [sys.executable, "-m", "course.grading.verify", "--child", str(folder), *[str(x) for job in jobs for x in job]]
+    try:
+        proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"the re-run did not finish within {timeout} s"
+    return f"the re-run's process stopped (exit {proc.returncode}) before or in this test" if proc.returncode else None
+
+
+def _judge_child(folder, pairs):
+    """The judge process: re-runs each (merged notebook, result file), marking each done with why it stopped, if it did."""
+    for nb_path, result in zip(pairs[::2], pairs[1::2]):
+        os.chdir(folder)
+        why = ""
         try:
-            proc = subprocess.run([sys.executable, "-m", "course.grading.verify", "--child", str(nb_path), str(result)],
-                                  cwd=Path(source_path).parent, env=env, capture_output=True, text=True,
-                                  errors="replace", timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc = None
-        tests = [_meta(c)["grade_id"] for c in source_nb.cells if is_test_cell(c)]
-        verdicts = json.loads(result.read_text()) if result.exists() else {}
-    if proc is None:
-        why = f"the re-run did not finish within {timeout} s"
-    elif proc.returncode != 0:
-        why = f"the re-run's process stopped (exit {proc.returncode}) before or in this test"
-    else:
-        why = "the re-run never reached this test"
-    for t in tests:  # a test the re-run never finished did not pass
-        verdicts.setdefault(t, {"passed": False, "message": why})
+            _run_child(nb_path, result)
+        except BaseException as e:  # noqa: B902 (the notebook's tests that have no verdict yet fail, saying why)
+            why = f"the re-run stopped before or in this test ({type(e).__name__}: {e})"[:500]
+        Path(f"{result}.done").write_text(why)
+
+
+def _verdicts(nb_path, result, stopped):
+    """A re-run notebook's {grade_id: verdict}: each test it did not finish failed, saying why."""
+    done = Path(f"{result}.done")
+    verdicts = json.loads(Path(result).read_text()) if Path(result).exists() else {}
+    why = (done.read_text() if done.exists() else stopped) or "the re-run never reached this test"
+    for cell in nbformat.read(nb_path, as_version=4).cells:
+        if is_test_cell(cell):
+            verdicts.setdefault(_meta(cell)["grade_id"], {"passed": False, "message": why})
     return verdicts
 
 
+def verify_student(root, assignment, student, secret=None, notebooks=None, timeout=NOTEBOOK_TIMEOUT):
+    """One student's rows: their notebooks re-run in clean processes, with their seeds from secret (None: as written)."""
+    root = Path(root)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="course-verify-") as tmp:
+        source = verification_source(root, assignment, student, secret, tmp)
+        jobs = []
+        for submitted in sorted((root / "submitted" / student / assignment).glob("*.ipynb")):
+            if (source / submitted.name).exists() and (notebooks is None or submitted.stem in notebooks):
+                nb_path, result = Path(tmp) / f"{submitted.stem}.merged.ipynb", Path(tmp) / f"{submitted.stem}.json"
+                nbformat.write(merged(nbformat.read(source / submitted.name, as_version=4),
+                                      nbformat.read(submitted, as_version=4)), nb_path)
+                jobs.append((submitted.stem, nb_path, result))
+        # One judge for all of them; a notebook it did not finish is re-run alone, in a judge of its own
+        _judge(source, [(nb, res) for _, nb, res in jobs], timeout * max(1, len(jobs)))
+        for notebook, nb_path, result in jobs:
+            stopped = None if Path(f"{result}.done").exists() else _judge(source, [(nb_path, result)], timeout)
+            autograded = root / "autograded" / student / assignment / f"{notebook}.ipynb"
+            graded = notebook_verdicts(nbformat.read(autograded, as_version=4)) if autograded.exists() else {}
+            rows += [(student, notebook, gid, graded.get(gid), v["passed"], v["message"])
+                     for gid, v in _verdicts(nb_path, result, stopped).items()]
+    return rows
+
+
 def default_workers():
-    """How many notebooks to re-run at once: half the cores, at least one."""
+    """How many students to re-run at once: half the cores, at least one."""
     return max(1, (os.cpu_count() or 2) // 2)
 
 
-def verify(assignment, root=".", students=None, notebooks=None, workers=1):
-    """Rows (student, notebook, grade_id, notebook passed, re-run passed, message) for every submitted test."""
+def verify(assignment, root=".", students=None, notebooks=None, workers=1, secret=None):
+    """Rows (student, notebook, grade_id, notebook passed, re-run passed, message) of every submitted test (secret: as verify_student)."""
     root = Path(root)
-    jobs = []
-    for student_dir in sorted(p for p in (root / "submitted").iterdir() if (p / assignment).is_dir()):
-        if students is not None and student_dir.name not in students:
-            continue
-        for submitted in sorted((student_dir / assignment).glob("*.ipynb")):
-            if notebooks is None or submitted.stem in notebooks:
-                jobs.append((student_dir.name, submitted))
+    found = sorted(p.name for p in (root / "submitted").iterdir()
+                   if (p / assignment).is_dir() and (students is None or p.name in students))
 
-    def one(job):
-        student, submitted = job
-        source = root / "source" / assignment / submitted.name
-        autograded = root / "autograded" / student / assignment / submitted.name
-        graded = notebook_verdicts(nbformat.read(autograded, as_version=4)) if autograded.exists() else {}
-        verdicts = verify_notebook(source, submitted)
-        print(f"verified {student}/{submitted.name}", file=sys.stderr, flush=True)
-        return [(student, submitted.stem, gid, graded.get(gid), v["passed"], v["message"]) for gid, v in verdicts.items()]
+    def one(student):
+        rows = verify_student(root, assignment, student, secret, notebooks)
+        print(f"verified {student}", file=sys.stderr, flush=True)
+        return rows
 
-    with ThreadPoolExecutor(workers) as pool:  # each notebook runs in a process of its own
-        return [row for rows in pool.map(one, jobs) for row in rows]
+    with ThreadPoolExecutor(workers) as pool:  # each student's notebooks run in processes of their own
+        return [row for rows in pool.map(one, found) for row in rows]
 
 
 def disagreements(rows):
@@ -212,28 +248,12 @@ def disagreements(rows):
     return [r for r in rows if r[3] is not None and r[3] != r[4]]
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("assignment", nargs="?")
-    parser.add_argument("--student", action="append", help="only this student (repeatable)")
-    parser.add_argument("--workers", type=int, default=default_workers(), help="notebooks re-run at once")
-    parser.add_argument("--child", nargs=2, metavar=("NOTEBOOK", "RESULT"), help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.child:
-        return _run_child(*args.child)
-    if not args.assignment:
-        parser.error("name the assignment, e.g. python -m course.grading.verify grayscale")
-    rows = verify(args.assignment, students=args.student, workers=args.workers)
-    bad = disagreements(rows)
-    never = [r for r in rows if r[3] is None]
-    print(f"{len(rows)} tests re-run in clean processes; {len(bad)} disagree with the autograded notebooks")
-    for student, nb, grade_id, graded, rerun, message in bad:
-        print(f"  {student}  {nb}/{grade_id}: notebook {'passed' if graded else 'failed'}, "
-              f"clean re-run {'passed' if rerun else 'failed'}: {message.splitlines()[0] if message else ''}")
-    if never:
-        print(f"{len(never)} tests have no autograded notebook to compare with (run nbgrader autograde first)")
-    return 1 if bad else 0
+def disagreement_line(row):
+    """A disagreeing row as the instructor reads it: who, which test, both verdicts, the re-run's message."""
+    student, notebook, grade_id, graded, rerun, message = row
+    return (f"{student}  {notebook}/{grade_id}: notebook {'passed' if graded else 'failed'}, clean re-run "
+            f"{'passed' if rerun else 'failed'}: {message.splitlines()[0] if message else ''}")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # python -m course.grading.verify --child FOLDER NOTEBOOK RESULT [NOTEBOOK RESULT ...]
+    _judge_child(sys.argv[2], sys.argv[3:])

@@ -1,5 +1,6 @@
 """One student's grading, in a process of its own: nbgrader's autograde into the worker's gradebook (test cells judged
-outside the kernel, course/grading/trusted.py), and with --verify the clean re-run as an audit.
+outside the kernel, course/grading/trusted.py), and with --verify the clean re-run as an audit (`course verify`'s,
+course/grading/verify.py).
 
 `course grade` starts one per student (several at once) with the GPU it may use in CUDA_VISIBLE_DEVICES,
 and merges the gradebook it wrote into the course's. What it found is written as JSON to --result.
@@ -9,7 +10,6 @@ import json
 import logging
 import os
 import sys
-import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -57,80 +57,6 @@ def failure_reason(records, root, assignment, student):
     return "nbgrader stopped without saying why (see .nbgrader.log)"
 
 
-def _personal_source(root, assignment, student, secret, tmp):
-    """A folder like source/<assignment>/ whose notebooks use the student's hidden seeds (what verify re-runs)."""
-    from .seeds import personal_notebook
-    import nbformat
-    src = Path(root) / "source" / assignment
-    out = Path(tmp) / "source" / assignment
-    out.mkdir(parents=True)
-    for p in src.iterdir():
-        if p.suffix == ".ipynb":
-            nbformat.write(personal_notebook(nbformat.read(p, as_version=4), student, secret), out / p.name)
-        else:
-            (out / p.name).symlink_to(p.resolve())
-    return out
-
-
-def verify_student(root, assignment, student, secret, timeout=None):
-    """course.verify's clean re-run of one student's notebooks, with the student's hidden seeds: its rows.
-
-    The judge process (which runs no student Python) is started once for the student's notebooks, not once per
-    notebook; each notebook's cells still run in a fresh worker process of its own (course.verify's Worker).
-    A notebook the shared judge did not finish is re-run alone, as course.verify would.
-    """
-    import subprocess
-    import nbformat
-    from .seeds import is_test_cell
-    from .verify import NOTEBOOK_TIMEOUT, _meta, merged, notebook_verdicts, verify_notebook
-    root, timeout = Path(root), timeout or NOTEBOOK_TIMEOUT
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="course-verify-src-") as tmp:
-        source = _personal_source(root, assignment, student, secret, tmp)
-        jobs = []
-        for submitted in sorted((root / "submitted" / student / assignment).glob("*.ipynb")):
-            if (source / submitted.name).exists():
-                nb_path, result = Path(tmp) / f"{submitted.stem}.merged.ipynb", Path(tmp) / f"{submitted.stem}.json"
-                nbformat.write(merged(nbformat.read(source / submitted.name, as_version=4),
-                                      nbformat.read(submitted, as_version=4)), nb_path)
-                jobs.append((submitted, str(nb_path), str(result)))
-        env = dict(os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="ignore")
-        try:
-            subprocess.run([sys.executable, "-m", "course.grading.worker", "--verify-child", str(source),
-                            *[x for _, nb, res in jobs for x in (nb, res)]], cwd=source, env=env,
-                           capture_output=True, timeout=timeout * max(1, len(jobs)))
-        except subprocess.TimeoutExpired:
-            pass
-        for submitted, nb_path, result in jobs:
-            done = Path(result + ".done")
-            if done.exists():
-                verdicts = json.loads(Path(result).read_text()) if Path(result).exists() else {}
-                tests = [_meta(c)["grade_id"] for c in nbformat.read(nb_path, as_version=4).cells if is_test_cell(c)]
-                for t in tests:
-                    verdicts.setdefault(t, {"passed": False, "message": done.read_text() or
-                                            "the re-run never reached this test"})
-            else:  # the shared judge stopped before this notebook was finished: re-run it alone
-                verdicts = verify_notebook(source / submitted.name, submitted, timeout)
-            autograded = root / "autograded" / student / assignment / submitted.name
-            graded = notebook_verdicts(nbformat.read(autograded, as_version=4)) if autograded.exists() else {}
-            rows += [(student, submitted.stem, gid, graded.get(gid), v["passed"], v["message"])
-                     for gid, v in verdicts.items()]
-    return rows
-
-
-def _verify_child(folder, pairs):
-    """The shared judge: course.verify's re-run of each (merged notebook, result file), marking each one done."""
-    from .verify import _run_child
-    for nb_path, result in zip(pairs[::2], pairs[1::2]):
-        os.chdir(folder)
-        why = ""
-        try:
-            _run_child(nb_path, result)
-        except BaseException as e:  # noqa: B902 (the notebook's tests that have no verdict yet fail, saying why)
-            why = f"the re-run stopped before or in this test ({type(e).__name__}: {e})"[:500]
-        Path(result + ".done").write_text(why)
-
-
 def scores(db_url, assignment, student):
     """(score, max score) of a student's submission in a gradebook, or None."""
     from nbgrader.api import Gradebook, MissingEntry
@@ -171,9 +97,7 @@ def _end_with_parent():
 
 
 def main(argv=None):
-    """Grades one student (or, with --verify-child, re-runs notebooks as the shared judge)."""
-    if argv is None and len(sys.argv) > 1 and sys.argv[1] == "--verify-child":
-        return _verify_child(sys.argv[2], sys.argv[3:])
+    """Grades one student."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--root", required=True)
     p.add_argument("--assignment", required=True)
@@ -184,6 +108,7 @@ def main(argv=None):
     args = p.parse_args(argv)
     _end_with_parent()
     from .seeds import load_secret
+    from .verify import disagreements, verify_student
     result = {"student": args.student, "timing": {}}
     t = time.perf_counter()
     try:
@@ -201,7 +126,7 @@ def main(argv=None):
                 rows = verify_student(args.root, args.assignment, args.student, load_secret(args.root))
                 result["timing"]["verify"] = time.perf_counter() - t
                 result["verified"] = len(rows)
-                result["disagreements"] = [r for r in rows if r[3] is not None and r[3] != r[4]]
+                result["disagreements"] = disagreements(rows)
     except BaseException as e:  # noqa: B902 (whatever broke, the parent records it and goes on)
         result["ok"] = False
         result["reason"] = f"{type(e).__name__}: {e}".strip()[:500]

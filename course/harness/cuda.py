@@ -11,7 +11,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -24,6 +23,7 @@ from ..build import CompileError, build_name, build_root, built, module_path
 from ..build.load import sources_of
 from ..build.toolkit import cuda_tool, quiet_cpp_extension
 from ..device import cpu_mode, require_gpu
+from ..processes import run_in_session
 from . import integrity, spare
 from .child import Job
 from .evidence import guard_hint
@@ -103,35 +103,24 @@ def _child_env():
     return dict(os.environ, PYTHONWARNINGS="ignore")
 
 
-def _spawned(cmd, env, log, timeout):
-    """Runs cmd in a process of its own session: its exit code, None after a timeout (then killed)."""
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        try:
-            return proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return None
-
-
 def in_child(task, args, log, timeout, sanitizer=None, env=None):
-    """Runs child.<task>(*args) in a fresh process: forked from the warm server, or a spare started under sanitizer
-    in env (spare.py); its exit code, None after a timeout."""
+    """Runs child.<task>(*args) in a fresh process: forked from the warm server (a fresh interpreter when env is
+    given), or a spare started under sanitizer in env (spare.py); its exit code, None after a timeout."""
     if sanitizer is not None:
         return spare.take(sanitizer, env).run(task, args, log, timeout)
-    try:
-        from .forkserver import Server
-        global _server
-        with _server_lock:
-            if _server is None or not _server.alive():
-                _server = Server(env=_child_env(), gpu=not cpu_mode())
-            server = _server
-        return server.run(task, args, log, timeout)
-    except OSError:  # no warm server to be had: a fresh interpreter does the same, slower
-        pass
+    if env is None:
+        try:
+            from .forkserver import Server
+            global _server
+            with _server_lock:
+                if _server is None or not _server.alive():
+                    _server = Server(env=_child_env(), gpu=not cpu_mode())
+                server = _server
+            return server.run(task, args, log, timeout)
+        except OSError:  # no warm server to be had: a fresh interpreter does the same, slower
+            pass
     cmd = [sys.executable, "-m", "course.harness.child", task, *map(str, args)]
-    return _spawned(cmd, _child_env(), log, timeout)
+    return run_in_session(cmd, env or _child_env(), log, timeout)
 
 
 def sanitizer(mode):
