@@ -77,9 +77,9 @@ def main():
     mode = args.mode if args.mode != "auto" else ("gpu" if has_gpu else "cpu")
     os.environ["COURSE_CPU_MODE"] = "1" if mode == "cpu" else "0"
     from course import CompileError, cuda_begin, load_cuda, photo
-    from course.build import objects
-    from course.build.load import build_report
-    from course.build.toolkit import set_build_env
+    from course.toolchain import objects
+    from course.toolchain.load import build_report
+    from course.toolchain.toolkit import set_build_env
     from course.device import device, synchronize
     from course.topics.grayscale import CPP_SRC as CPP, CUDA_SRC
 

@@ -107,7 +107,7 @@ def warm_up(course, assignment, build_dir):
     code = ("import json, sys, nbformat\n"
             "from pathlib import Path\n"
             "from course.grading.compile import compile_jobs\n"
-            "from course.build import load_cuda\n"
+            "from course.toolchain import load_cuda\n"
             "from course.device import cpu_mode\n"
             "for p in sorted(Path(sys.argv[1]).glob('*.ipynb')):\n"
             "    for j in compile_jobs(nbformat.read(p, as_version=4), gpu=not cpu_mode()):\n"

@@ -1,5 +1,5 @@
 """The last rung of the ladder, CUDA C compiled from the notebook: cuda_begin, cdiv, load_cuda (taught in grayscale/L3)."""
-from .build import CompileError, load_cuda
+from .toolchain import CompileError, load_cuda
 
 # The lecture's boilerplate, with lighter headers than torch/extension.h: the same names
 # (torch::Tensor, torch::empty, TORCH_CHECK), half the compile time (see benchmarks/compile.py).

@@ -219,7 +219,7 @@ def _serve():
     """The warm process: reads one request a line, forks a child for it, reports its pid and then its exit status."""
     import torch  # noqa: F401 (the point: imported once)
 
-    import course.build.load  # noqa: F401 (what a child's load_cuda needs)
+    import course.toolchain.load  # noqa: F401 (what a child's load_cuda needs)
     for line in sys.stdin:
         req = json.loads(line)
         pid = os.fork()

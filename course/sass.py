@@ -12,7 +12,7 @@ from collections import Counter
 
 import torch
 
-from .build.toolkit import cuda_tool
+from .toolchain.toolkit import cuda_tool
 from .device import GPUNeeded, cpu_mode
 
 # float32 arithmetic: PTX opcodes (fma.rn.f32, mul.f32, add.rn.f32, ...) and SASS ones (FFMA, FMUL, FADD)

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from course import CompileError, cuda_begin, load_cuda
-from course.build import objects, split, toolkit
-from course.build.load import build_report
-from course.build.toolkit import cuda_tool
+from course.toolchain import objects, split, toolkit
+from course.toolchain.load import build_report
+from course.toolchain.toolkit import cuda_tool
 from course.topics.grayscale import CPP_SRC, CUDA_SRC
 from tests.host_idioms import IDIOMS
 

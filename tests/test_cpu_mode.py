@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from course import CompileError, cuda_begin, load_cuda
-from course.build import cpu
-from course.build.errors import compiler_errors
-from course.build.load import import_compiled, module_path
+from course.toolchain import cpu
+from course.toolchain.errors import compiler_errors
+from course.toolchain.load import import_compiled, module_path
 from course.device import cpu_banner, cpu_mode, device, on_gpu
 from course.harness.exercise import Case
 from course.topics.grayscale import judge_grey
@@ -170,7 +170,7 @@ def test_grayscale_solution_builds_quietly_once_and_is_right(build_dir):
         m.rgb_to_grayscale(x.transpose(1, 2))
 
     # A grader loads the compiled file in a child process.
-    child = ("import sys, torch; from course.build.load import import_compiled; m = import_compiled(sys.argv[1]); "
+    child = ("import sys, torch; from course.toolchain.load import import_compiled; m = import_compiled(sys.argv[1]); "
              "x = torch.full((3, 2, 2), 100, dtype=torch.uint8); print(m.rgb_to_grayscale(x).tolist())")
     proc = subprocess.run([sys.executable, "-c", child, str(so)], capture_output=True, text=True, cwd=str(ROOT))
     assert proc.returncode == 0, proc.stderr
@@ -458,7 +458,7 @@ def test_compile_error_points_at_the_students_line(build_dir):
 MEMORY_PROBE = """
 import torch
 from course.harness.cuda import memory_module
-from course.build.load import import_compiled
+from course.toolchain.load import import_compiled
 memory = import_compiled(memory_module())
 def protection(address):
     for line in open("/proc/self/maps"):
@@ -569,7 +569,7 @@ def test_an_isolated_call_brings_back_the_result_or_the_cause_and_the_caller_goe
 
 
 def test_a_long_build_in_a_notebook_says_how_it_goes(capsys, monkeypatch):
-    from course.build import load
+    from course.toolchain import load
     monkeypatch.setattr(load, "_in_notebook", lambda: True)
     with load._progress(first_after=0.05, every=0.05):
         time.sleep(0.3)

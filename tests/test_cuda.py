@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from course import CompileError, cdiv, cuda_begin, load_cuda
-from course.build.errors import compiler_errors
+from course.toolchain.errors import compiler_errors
 from course.topics.grayscale import CPP_SRC, CUDA_SRC
 
 KERNEL, CPP = CUDA_SRC, CPP_SRC

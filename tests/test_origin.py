@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from course import blk_kernel, cdiv, check_matmul, check_rgb2grey, cuda_begin, has_gpu, run_kernel
-from course.build import cpu
+from course.toolchain import cpu
 from course.harness.origin import describe_cuda, owner
 
 pytestmark = [pytest.mark.xdist_group("messages"), pytest.mark.timeout(1800)]
@@ -186,7 +186,7 @@ def test_a_gpu_split_build_notes_its_launch_so_the_probe_needs_no_profiler():
     import ctypes
 
     from course import load_cuda
-    from course.build import build_report
+    from course.toolchain import build_report
     from course.harness.origin import _noted_launch
     from course.topics.grayscale import CPP_SRC
     src = GREY.replace("INDEX", "blockIdx.x*blockDim.x + threadIdx.x").replace("BLOCKS", "cdiv(h*w, threads)")

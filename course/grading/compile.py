@@ -135,7 +135,7 @@ def _serve():
     """The build process: load_cuda for each job read from stdin; one JSON line per job on stdout."""
     import warnings
     warnings.simplefilter("ignore")
-    from course.build import CompileError, load_cuda
+    from course.toolchain import CompileError, load_cuda
     for job in json.loads(sys.stdin.read()):
         t = time.perf_counter()
         try:

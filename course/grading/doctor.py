@@ -98,7 +98,7 @@ def doctor(root=".", compile_kernel=True):
 
     found = gpus()
     env_cpu = os.environ.get("COURSE_CPU_MODE") == "1"
-    from course.build.toolkit import cuda_home, cuda_tool
+    from course.toolchain.toolkit import cuda_home, cuda_tool
     from course.device import cpu_mode
     if found is None:
         r.fail("nvidia-smi is installed but fails: the NVIDIA driver is not loaded",
@@ -173,7 +173,7 @@ def doctor(root=".", compile_kernel=True):
     except Exception as e:  # noqa: B902
         r.fail(f"Jupyter's kernels cannot be listed ({e})", "make setup")
 
-    from course.build import build_root
+    from course.toolchain import build_root
     build = build_root()
     build.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(build).free / 2**30

@@ -20,9 +20,9 @@ def _hash_files(h, paths, base):
 
 
 def grading_code_digest():
-    """A hash of the code that decides verdicts (course/harness, course/topics, course/build): changed code, new grades."""
+    """A hash of the code that decides verdicts (course/harness, course/topics, course/toolchain): changed code, new grades."""
     h = hashlib.sha256()
-    _hash_files(h, [p for d in ("harness", "topics", "build") for p in (_COURSE / d).rglob("*")
+    _hash_files(h, [p for d in ("harness", "topics", "toolchain") for p in (_COURSE / d).rglob("*")
                     if p.is_file() and p.suffix in (".py", ".cpp", ".h")], _COURSE)
     return h.hexdigest()
 

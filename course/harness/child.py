@@ -110,7 +110,7 @@ def run(job_path, result_path):
     dev = "cpu" if job.cpu else "cuda"
     result = Result()
     try:
-        from course.build.load import import_compiled
+        from course.toolchain.load import import_compiled
         fn = getattr(import_compiled(job.module), job.func)
         memory = None
         if job.cpu:  # from here on, CPU tensors behave like GPU memory (course/harness/memory.cpp)
@@ -183,7 +183,7 @@ def judge(job_path, result_path, verdict_path):
 def build(job_path, result_path):
     """Builds a check's cuda_src with load_cuda (the module is imported here, in the child): its file, or the
     compiler's errors, as JSON. The job carries the environment of the process that asked: the same build."""
-    from course.build import CompileError, load_cuda
+    from course.toolchain import CompileError, load_cuda
     with open(job_path) as f:
         job = json.load(f)
     os.environ.clear()

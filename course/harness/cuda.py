@@ -19,9 +19,9 @@ from pathlib import Path
 
 import torch
 
-from ..build import CompileError, build_name, build_root, built, module_path
-from ..build.load import sources_of
-from ..build.toolkit import cuda_tool, quiet_cpp_extension
+from ..toolchain import CompileError, build_name, build_root, built, module_path
+from ..toolchain.load import sources_of
+from ..toolchain.toolkit import cuda_tool, quiet_cpp_extension
 from ..device import cpu_mode, require_gpu
 from ..processes import run_in_session
 from . import integrity, spare

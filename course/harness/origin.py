@@ -179,7 +179,7 @@ def _first_tensor(y):
 def probe(job_path, result_path):
     """The child's work for cuda_facts: the launch, the element after runs with two fills, and (CPU mode) the thread
     that should write it run alone with its index variables read. Saves them as JSON."""
-    from course.build.load import import_compiled
+    from course.toolchain.load import import_compiled
     from .child import _place, _prefill
     job = torch.load(job_path, weights_only=False)
     dev = "cpu" if job.cpu else "cuda"

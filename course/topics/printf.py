@@ -23,7 +23,7 @@ LINE = re.compile(r"\bi\s*[=:]\s*(-?\d+)[^\d\n-]+?(-?\d+(?:\.\d+)?)")
 
 _CHILD = """
 import torch
-from course.build.load import import_compiled
+from course.toolchain.load import import_compiled
 from course.device import device, synchronize
 module = import_compiled(path)
 x = torch.load(image).to(device())

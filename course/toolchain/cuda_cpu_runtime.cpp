@@ -1,6 +1,6 @@
-// cuda_cpu_runtime.cpp: how load_cuda's CPU mode runs a grid (see cuda_cpu.h and course/build/cpu.py).
+// cuda_cpu_runtime.cpp: how load_cuda's CPU mode runs a grid (see cuda_cpu.h and course/toolchain/cpu.py).
 //
-// Compiled once per build folder (course/build/cpu.py caches the object file) and linked into every
+// Compiled once per build folder (course/toolchain/cpu.py caches the object file) and linked into every
 // CPU-mode module, so a student's source needs none of the heavy headers below.
 //
 // A launch runs the blocks one after another, in a random order (CUDA promises none: a kernel that
@@ -642,7 +642,7 @@ extern "C" __attribute__((visibility("default"))) const char* cuda_cpu_watched()
 }
 
 // The last launch's kernel (its name; "" before any) and grid and block in dims[6], as a GPU split build's stubs
-// note them (course/build/split.py LAUNCH_RECORD): one interface for course/harness/origin.py.
+// note them (course/toolchain/split.py LAUNCH_RECORD): one interface for course/harness/origin.py.
 extern "C" __attribute__((visibility("default"))) const char* course_last_launch(unsigned int* dims) {
   using namespace cuda_cpu::detail;
   const unsigned int d[6] = {last_grid.x, last_grid.y, last_grid.z, last_block.x, last_block.y, last_block.z};

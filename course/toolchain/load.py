@@ -60,7 +60,7 @@ def build_name(cuda_src, cpp_src, funcs, opt=False, cpu=None):
     funcs = _funcs(funcs)
     cpu = cpu_mode() if cpu is None else cpu
     parts = [_LAYOUT, torch.__version__, cuda_src, cpp_src, *funcs, *(["-O2"] if opt else [])]
-    if cpu:  # CPU mode: the same source, built by g++ to run on the CPU (course/build/cpu.py)
+    if cpu:  # CPU mode: the same source, built by g++ to run on the CPU (course/toolchain/cpu.py)
         parts += ["cpu", _cpu_signature()]
     else:
         parts += ["gpu", _gpu_signature()]
@@ -73,7 +73,7 @@ def _explain(failed, cuda_src, cpp_src):
     texts = []
     for job in failed.jobs:
         if job.label.startswith("runtime"):
-            raise CompileError("CPU mode could not compile its runtime (course/build/cuda_cpu_runtime.cpp); this is "
+            raise CompileError("CPU mode could not compile its runtime (course/toolchain/cuda_cpu_runtime.cpp); this is "
                                "the course's code, not yours:\n" + job.output[-3000:])
         found = compiler_errors(job.output, (body, cpp_src), job.locate)
         texts.append(found if found else student_terms(job.output.strip()[-3000:]))

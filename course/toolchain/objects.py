@@ -40,7 +40,7 @@ def digest(*parts):
 
 
 def signature(compiler, *more):
-    """A short hash of what a build depends on besides the sources: the compiler, more, every file of course/build."""
+    """A short hash of what a build depends on besides the sources: the compiler, more, every file of course/toolchain."""
     files = [p.read_text() for p in sorted(Path(__file__).parent.iterdir()) if p.suffix in (".py", ".h", ".cpp")]
     return digest(compiler_version(compiler), *more, *files)[:12]
 

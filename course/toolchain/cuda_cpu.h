@@ -1,6 +1,6 @@
-// cuda_cpu.h: CUDA's built-in names with CPU meanings, for load_cuda's CPU mode (course/build/cpu.py).
+// cuda_cpu.h: CUDA's built-in names with CPU meanings, for load_cuda's CPU mode (course/toolchain/cpu.py).
 //
-// course/build/cpu.py compiles a student's unchanged CUDA source as C++ against this header. It rewrites
+// course/toolchain/cpu.py compiles a student's unchanged CUDA source as C++ against this header. It rewrites
 // each launch `k<<<grid, block, shmem, stream>>>(args)` into a call of cuda_cpu::make_launch, which
 // runs the whole grid on the CPU: blocks one after another, the threads of a block one after
 // another, on fibers (stacks of their own) so that __syncthreads() is a real barrier. As on a GPU,
@@ -14,7 +14,7 @@
 // declared with __attribute__((error)), so using it fails to compile, saying "not available in CPU mode".
 #pragma once
 
-// before the macros below: torch's headers never see them. The split build's kernel unit (course/build/split.py)
+// before the macros below: torch's headers never see them. The split build's kernel unit (course/toolchain/split.py)
 // defines CUDA_CPU_NO_TORCH: it holds only kernels and what they use, and compiles in a fraction of the time.
 #ifndef CUDA_CPU_NO_TORCH
 #include <ATen/core/Tensor.h>
@@ -40,7 +40,7 @@
 
 #define CUDA_CPU_HIDDEN __attribute__((visibility("hidden")))
 #define CUDA_CPU_UNAVAILABLE(what) \
-  __attribute__((error(what " is not available in CPU mode: it needs a GPU (see course/build/cuda_cpu.h)")))
+  __attribute__((error(what " is not available in CPU mode: it needs a GPU (see course/toolchain/cuda_cpu.h)")))
 
 // ---- function and variable qualifiers ----------------------------------------------------------
 #define __global__
@@ -152,10 +152,10 @@ CUDA_CPU_HIDDEN const char* error_name(cudaError_t e);
 CUDA_CPU_HIDDEN void warn_error(cudaError_t e, const char* file, const char* func, int line);
 CUDA_CPU_HIDDEN void set_max_dynamic_smem(int bytes);
 CUDA_CPU_HIDDEN int barrier(int kind, int pred);  // kind 1: __syncthreads*, 2: __syncwarp
-// course/build/cpu.py puts a call after each __shared__ array a kernel declares: the launch then knows
+// course/toolchain/cpu.py puts a call after each __shared__ array a kernel declares: the launch then knows
 // whether its kernel wrote shared memory (a tiled exercise's check asks).
 CUDA_CPU_HIDDEN void shared_mark(void* p, size_t bytes);
-// course/build/cpu.py puts a call after each declaration of a kernel's index variables (those computed from
+// course/toolchain/cpu.py puts a call after each declaration of a kernel's index variables (those computed from
 // threadIdx and blockIdx): a thread run alone (course/harness/origin.py) reports their values.
 CUDA_CPU_HIDDEN void watch_value(const char* name, double value, bool integral);
 template <class T>
@@ -511,7 +511,7 @@ struct Launch {
 };
 }  // namespace detail
 
-// What `kernel<<<grid, block, shmem, stream>>>` becomes: course/build/cpu.py writes
+// What `kernel<<<grid, block, shmem, stream>>>` becomes: course/toolchain/cpu.py writes
 // `::cuda_cpu::make_launch("kernel", [&](auto&&... a) { kernel(a...); }, grid, block, shmem, stream)`.
 template <class Kernel>
 inline detail::Launch<Kernel> make_launch(const char* name, Kernel kernel, dim3 grid, dim3 block,
