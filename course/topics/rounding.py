@@ -13,11 +13,10 @@ from ..harness.cuda import check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, first, judges, wrong_elements
 from ..harness.python import check_python
 from ..images import photo, small_photo
-from .grayscale import judge_grey, random_image, rgb2grey, rgb2grey_exact
+from .grayscale import CPP_SRC, judge_grey, random_image, rgb2grey, rgb2grey_exact
 
 __all__ = ("rounding_edges", "check_grey_identical", "check_grey_identical_cuda")
 
-CPP_SRC = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"  # the lessons' declaration: one binding for all
 W32 = [torch.tensor(w, dtype=torch.float32).double() for w in (0.2989, 0.5870, 0.1140)]  # the weights as float32
 
 # The 317 colours (r << 16 | g << 8 | b) of all 16,777,216 whose truncated grey value changes with the order of
