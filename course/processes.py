@@ -111,8 +111,11 @@ def run_in_child(code, env=None, timeout=TIMEOUT, under=None, **variables):
             except OSError:
                 status = None  # no warm process to fork from: start a fresh interpreter instead
         if status is None:
-            status = _spawn([*(under or []), sys.executable, "-m", "course.processes", job], out_path, err_path,
-                            full_env, timeout)
+            for path in (out_path, err_path):  # what a warm child that failed to start left
+                open(path, "wb").close()
+            status = run_in_session([*(under or []), sys.executable, "-m", "course.processes", job], full_env,
+                                    out_path, timeout, errors=err_path)
+            status = "timeout" if status is None else status
         seconds = time.perf_counter() - start
         with open(out_path, errors="replace") as f:
             stdout = f.read()
@@ -121,10 +124,12 @@ def run_in_child(code, env=None, timeout=TIMEOUT, under=None, **variables):
     return ChildRun(code, None if status == "timeout" else status, stdout, stderr, seconds, env)
 
 
-def run_in_session(cmd, env, log, timeout, running=None):
-    """Runs cmd in a session of its own, its output appended to log: its exit code, or None after timeout (then killed, all of it)."""
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+def run_in_session(cmd, env, log, timeout, running=None, errors=None):
+    """Runs cmd in a session of its own, its output appended to log (its stderr to errors, when given): its exit code,
+    or None after timeout (then killed, all of it)."""
+    with open(log, "ab") as out, open(errors or os.devnull, "ab") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err if errors else subprocess.STDOUT, env=env,
+                                start_new_session=True)
         if running is not None:  # a set of the processes running now, for a caller that may have to stop them all
             running.add(proc)
         try:
@@ -138,18 +143,6 @@ def run_in_session(cmd, env, log, timeout, running=None):
         finally:
             if running is not None:
                 running.discard(proc)
-
-
-def _spawn(cmd, out_path, err_path, env, timeout):
-    """Runs cmd in a session of its own with output to files: its exit status (negative: a signal), or "timeout"."""
-    with open(out_path, "wb") as out, open(err_path, "wb") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, start_new_session=True)
-        try:
-            return proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return "timeout"
 
 
 # ---- a warm process to fork children from: Python and torch start once, not once per run ----------------------
