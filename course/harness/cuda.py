@@ -103,9 +103,10 @@ def _child_env():
     return dict(os.environ, PYTHONWARNINGS="ignore")
 
 
-def in_child(task, args, log, timeout, sanitizer=None, env=None):
-    """Runs child.<task>(*args) in a fresh process: forked from the warm server (a fresh interpreter when env is
-    given), or a spare started under sanitizer in env (spare.py); its exit code, None after a timeout."""
+def in_child(task, args, log, timeout, sanitizer=None, env=None, imports=()):
+    """Runs child.<task>(*args) in a fresh process: forked from the warm server, which imports imports first (a fresh
+    interpreter when env is given), or a spare started under sanitizer in env (spare.py); its exit code, None after
+    a timeout."""
     if sanitizer is not None:
         return spare.take(sanitizer, env).run(task, args, log, timeout)
     if env is None:
@@ -114,9 +115,9 @@ def in_child(task, args, log, timeout, sanitizer=None, env=None):
             global _server
             with _server_lock:
                 if _server is None or not _server.alive():
-                    _server = Server(env=_child_env(), gpu=not cpu_mode())
+                    _server = Server(env=_child_env())
                 server = _server
-            return server.run(task, args, log, timeout)
+            return server.run(task, args, log, timeout, imports)
         except OSError:  # no warm server to be had: a fresh interpreter does the same, slower
             pass
     cmd = [sys.executable, "-m", "course.harness.child", task, *map(str, args)]
@@ -187,7 +188,9 @@ def run_and_judge(job, timeout=None):
                 raise KernelFailed(f"the {job.mode} check needs compute-sanitizer from the CUDA toolkit, and it is "
                                    "not on PATH or in $CUDA_HOME/bin here; this is the grader's set-up, not your "
                                    "code: tell your instructor.")
-        code = in_child("run", [job_path, result], log, timeout * (3 if sanitized else 1), *under)
+        # torch.profiler's first use on a GPU imports torch._dynamo (2.5 s): the server imports it once instead
+        profiled = ("torch._dynamo",) if job.mode == "integrity" and not job.cpu else ()
+        code = in_child("run", [job_path, result], log, timeout * (3 if sanitized else 1), *under, profiled)
         if code is None:
             _hung.add(job.module)
             raise _hang(timeout * (3 if sanitized else 1))

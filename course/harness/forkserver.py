@@ -16,13 +16,13 @@ import sys
 import threading
 
 
-def _serve(profiler=False):
+def _serve():
+    import importlib
+
     import torch  # noqa: F401 (the point of the server: imported once)
 
     from course.harness import child
     child.preload()
-    if profiler:  # torch.profiler's first use on a GPU imports torch._dynamo: 2.5 s in every integrity check's child
-        import torch._dynamo  # noqa: F401
     sel = selectors.DefaultSelector()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -52,6 +52,8 @@ def _serve(profiler=False):
             while b"\n" in buffer:
                 line, buffer = buffer.split(b"\n", 1)
                 req = json.loads(line)
+                for module in req.get("imports", []):  # what the child would import: here, once for every later child
+                    importlib.import_module(module)
                 pid = os.fork()
                 if pid == 0:
                     code = 1
@@ -78,10 +80,9 @@ def _serve(profiler=False):
 class Server:
     """The client side: starts the server, sends jobs, waits for their children."""
 
-    def __init__(self, env=None, gpu=False):
+    def __init__(self, env=None):
         from course.grading.warmstub import command  # during `course grade`, forked from its warm process too
-        args = ["--profiler"] if gpu else []
-        self.proc = subprocess.Popen(command("course.harness.forkserver", args, env), stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen(command("course.harness.forkserver", [], env), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self.lock, self.done = threading.Lock(), threading.Condition()
         self.replies, self.next_id = {}, 0
@@ -106,13 +107,14 @@ class Server:
             self.done.wait_for(lambda: key in self.replies.get(job_id, {}) or None in self.replies, timeout)
             return self.replies.get(job_id, {}).get(key)
 
-    def run(self, task, args, log, timeout):
-        """Runs child.<task>(*args) in a forked child with output to log: its exit code, or None after timeout (then killed)."""
+    def run(self, task, args, log, timeout, imports=()):
+        """Runs child.<task>(*args) in a forked child with output to log, the server having imported imports first:
+        its exit code, or None after timeout (then killed)."""
         with self.lock:
             self.next_id += 1
             job_id = self.next_id
             self.proc.stdin.write((json.dumps({"id": job_id, "task": task, "args": [str(a) for a in args],
-                                               "log": str(log)}) + "\n").encode())
+                                               "log": str(log), "imports": list(imports)}) + "\n").encode())
             self.proc.stdin.flush()
         pid = self._wait(job_id, "pid", 120)
         if pid is None:
@@ -137,5 +139,5 @@ class Server:
             self.proc.wait(timeout=30)
 
 
-if __name__ == "__main__":  # `python -m course.harness.forkserver [--profiler]`
-    _serve(profiler="--profiler" in sys.argv[1:])
+if __name__ == "__main__":  # `python -m course.harness.forkserver`
+    _serve()

@@ -1,11 +1,13 @@
-"""Spare check children (course/harness/spare.py): started ahead, they do the job they are handed, report its exit
-status and output like a child started for it, are stopped at the time limit, and end when their owner has gone."""
+"""Check children that start fast: the server imports what a child asks for once, before it forks (forkserver.py);
+spares (spare.py), started ahead, do the job they are handed, report its exit status and output like a child started
+for it, are stopped at the time limit, and end when their owner has gone."""
 import os
 import subprocess
 import sys
 import time
 
 from course.harness import spare
+from course.harness.forkserver import Server
 
 
 def _gone(pid, within=20):
@@ -55,3 +57,15 @@ def test_a_spare_ends_itself_when_its_owner_has_gone():
     owner = subprocess.run([sys.executable, "-c", "from course.harness.spare import Spare; "
                             "print(Spare([], None).proc.pid)"], capture_output=True, text=True, timeout=60)
     assert _gone(int(owner.stdout.split()[-1]))
+
+
+def test_the_server_imports_what_a_child_asks_for_once_before_it_forks(tmp_path):
+    (tmp_path / "marker.py").write_text(f"import os\nopen({str(tmp_path / 'pids')!r}, 'a').write(f'{{os.getpid()}}\\n')\n")
+    server = Server(env=dict(os.environ, PYTHONPATH=f"{tmp_path}:{os.environ.get('PYTHONPATH', '')}"))
+    try:
+        for _ in range(2):
+            assert server.run("preload", [], tmp_path / "log.txt", 120, imports=["marker"]) == 0
+        pids = (tmp_path / "pids").read_text().split()
+        assert len(pids) == 1 and int(pids[0]) == server.proc.pid
+    finally:
+        server.close()
