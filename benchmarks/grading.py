@@ -477,7 +477,10 @@ def main():
     # the time left is shared: today's path first (it is the slow one), the class after
     share = (deadline - time.monotonic()) * 0.55
     if args.today_from:
-        result["nbgrader"] = {**json.loads(Path(args.today_from).read_text())["nbgrader"], "from": args.today_from}
+        earlier = json.loads(Path(args.today_from).read_text())
+        if earlier["args"]["assignment"] != args.assignment:
+            sys.exit(f"--today-from {args.today_from} timed {earlier['args']['assignment']}, not {args.assignment}")
+        result["nbgrader"] = {**earlier["nbgrader"], "from": args.today_from}
         log(f"today's path: from {args.today_from}")
     else:
         log(f"today's path: nbgrader autograde of {len(examples)} students, one after another ...")
