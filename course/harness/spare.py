@@ -5,7 +5,7 @@ server: its child imports torch and creates a CUDA context before it runs anythi
 the notebook runs its other checks: it starts when a notebook first checks a compiled exercise that has a
 sanitized check, warms up, then waits for its job (job.json in its own folder). The check hands it the job
 and waits for it to end, as it would for a child it started itself. A spare nobody asks for ends itself when
-the process that started it has gone, or after IDLE seconds.
+the process that started it has gone, or after IDLE seconds (the check then starts its child on the spot).
 """
 import atexit
 import json
@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 
-IDLE = 1800  # seconds a spare waits for its job
+IDLE = 300  # seconds a spare waits for its job: an idle one holds a CUDA context of its own
 POLL = 0.01  # seconds between a spare's looks for its job
 
 
