@@ -387,7 +387,9 @@ def test_a_compiler_that_cannot_run_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_CPU_MODE", "1")
     monkeypatch.setenv("CXX", str(tmp_path / "no-g++"))
     src = GREY.replace("    int i =", "    // no compiler builds this\n    int i =")
-    assert f"{tmp_path / 'no-g++'} could not be run" in compile_error(src)
+    said = compile_error(src)
+    assert f"{tmp_path / 'no-g++'} could not be run" in said and "not your code" in said
+    assert "errors in your source" not in said
     monkeypatch.setenv("COURSE_CPU_MODE", "0")
     monkeypatch.setattr(toolkit, "cuda_home", lambda: None)
     assert "nvcc, the CUDA compiler, was not found" in compile_error(src)

@@ -72,6 +72,9 @@ def _explain(failed, cuda_src, cpp_src):
     body = split.parts(cuda_src)[1]
     texts = []
     for job in failed.jobs:
+        if getattr(job, "not_started", False):
+            raise CompileError(f"{job.output}. This is the machine's set-up, not your code: tell your instructor "
+                               "(or install the compiler).")
         if job.label.startswith("runtime"):
             raise CompileError("CPU mode could not compile its runtime (course/toolchain/cuda_cpu_runtime.cpp); this is "
                                "the course's code, not yours:\n" + job.output[-3000:])

@@ -128,6 +128,7 @@ def compile_all(root, jobs, verbose=False, env=None):
             os.unlink(tmp)
             for _, t, p, _ in running:
                 p.kill()
+            job.not_started = True
             raise BuildFailed([_failed(job, f"{cmd[0]} could not be run: {e}")]) from None
         running.append((job, tmp, proc, time.perf_counter()))
     failed = known
