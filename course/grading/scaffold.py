@@ -46,9 +46,9 @@ def ${name}_cases(case, seed, rung):
     """The named inputs of a check for a rung: Cases of (a, x, y), x and y float32 vectors of one size."""
     if case == "random":
         g = torch.Generator().manual_seed(seed)
-        sizes = [int(v) for v in torch.randint(1, 3000 if rung == "python" else 100_000, (3,), generator=g)]
+        sizes = [int(v) for v in torch.randint(1, 3000 if rung.small else 100_000, (3,), generator=g)]
     else:
-        sizes = SIZES[rung][case]
+        sizes = SIZES[rung.sizes][case]
     out = []
     for n in sizes:
         g = torch.Generator().manual_seed(n * 7919 + (seed or 0))

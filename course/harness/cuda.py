@@ -28,13 +28,14 @@ from . import integrity, spare
 from .child import Job
 from .evidence import guard_hint
 from .origin import cuda_facts, with_facts
+from .rungs import CUDA
 from .exercise import (Case, Exercise, at_element, element_of, fill_byte, order_hint, require_case, same, unwritten,
                        with_hint)
 
 TIMEOUT = 60  # seconds for one check's child process: the largest case takes well under 1 s to run
 BUILD_TIMEOUT = 1800  # seconds for building a check's cuda_src: a cold CPU-mode build takes about a minute
 SANITIZER_EXIT = 86  # compute-sanitizer's exit status when it found errors
-MODES = ("memory", "race", "integrity")
+MODES = CUDA.modes
 
 _hung = set()  # compiled modules that hung in this process: later checks fail at once
 _server, _server_lock = None, threading.Lock()  # the warm server every child is forked from
@@ -339,7 +340,7 @@ def verdict(job, result):
                                  f"sizes: {text.splitlines()[-1]}.\nHint: {job.memory_hint or exercise.hints['memory']}")
         raise KernelFailed(f"running your function raised an error:\n  {text}\nHint: {crash_hint(text)}.")
     want = "cpu" if cpu else "cuda"
-    own = None if cpu or job.mode != "integrity" else integrity.module_kernels(job.module)
+    own = None if cpu or job.mode != "integrity" else CUDA.own_kernels(job.module)
     for k, (where, args, run) in enumerate(zip(job.wheres, job.inputs, result.runs)):
         if run.input_changed:
             raise AssertionError(f"{func} changed its input for {where}. "
@@ -396,7 +397,7 @@ def _prepare_spares(exercise, mode):
 
 def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
     """Checks the compiled function of an exercise on one case in child processes: an input case, or memory, race, integrity."""
-    names = list(exercise.case_names["cuda"]) + [m for m in MODES if m in exercise.case_names.get("modes", MODES)]
+    names = list(exercise.case_names[CUDA.sizes]) + [m for m in MODES if m in exercise.case_names.get("modes", MODES)]
     require_case(case, names)
     cpu = cpu_mode()
     if not cpu:
@@ -407,7 +408,7 @@ def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
     mode = case if case in MODES else "run"
     if not cpu:
         _prepare_spares(exercise, mode)
-    cases = exercise.inputs(exercise.probe if mode != "run" else case, seed, "cuda")
+    cases = exercise.inputs(exercise.probe if mode != "run" else case, seed, CUDA)
     if mode == "race":  # one size with several tiles and warps is enough, and racecheck is slow
         cases = cases[:1]
     nbytes = torch.empty(0, dtype=exercise.out_dtype).element_size()

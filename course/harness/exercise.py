@@ -19,8 +19,8 @@ class Exercise:
     """What a topic declares for one exercise; the runners do the rest for every topic alike."""
     name: str                                    # e.g. "rgb2grey", for messages
     topic: str                                   # the module that defines it, e.g. "course.topics.grayscale"
-    cases: Callable[[str, Any, str], list]       # (case, seed, rung "python" or "cuda") -> [Case]
-    case_names: dict                             # rung -> the case names it takes
+    cases: Callable[[str, Any, Any], list]       # (case, seed, Rung) -> [Case]
+    case_names: dict                             # a rung's sizes key -> the case names it takes
     judge: Callable[..., None]                   # (yours, case, what, *seen) -> None or AssertionError; seen: unwritten
     out_dtype: torch.dtype = None                # a tensor output's; None where the answer is not a tensor
     out_numel: Callable[[Case], int] = None      # elements of the right output for a case
@@ -32,8 +32,8 @@ class Exercise:
     cpp_src: str = None                          # CUDA rung: its declaration, as the lesson gives it
 
     def inputs(self, case, seed, rung):
-        """The cases of a named input case for a rung, with a clear error for an unknown name or a missing seed."""
-        require_case(case, self.case_names[rung])
+        """The cases of a named input case for a Rung (harness/rungs.py), with a clear error for an unknown name or a missing seed."""
+        require_case(case, self.case_names[rung.sizes])
         if case == "random" and seed is None:
             raise ValueError("the random case needs a seed: check_...(fn, 'random', seed=1234)")
         return self.cases(case, seed, rung)

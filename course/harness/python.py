@@ -11,6 +11,7 @@ import torch
 from .evidence import python_words, runner_hint, timeout_hint
 from .exercise import element_of, fill_byte, unwritten, with_hint
 from .origin import python_facts, with_facts
+from .rungs import PYTHON
 
 PYTHON_TIMEOUT = 60  # seconds: the slowest right answer takes a few seconds on the largest Python case
 
@@ -96,7 +97,7 @@ def answers(exercise, fn, case, seed=None, hang_hint=None):
     if not callable(fn):
         raise TypeError(f"pass your function itself, e.g. check_...({exercise.name}_py), not {fn!r}")
     what = getattr(fn, "__name__", "your function")
-    for c in exercise.inputs(case, seed, "python"):
+    for c in exercise.inputs(case, seed, PYTHON):
         before = [a.clone() if isinstance(a, torch.Tensor) else a for a in c.args]
         start = time.perf_counter()
         try:

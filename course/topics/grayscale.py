@@ -68,17 +68,16 @@ def _random_sizes(seed, count, largest):
 
 def grey_cases(case, seed, rung):
     """The named inputs of a grayscale check for a rung: Cases of one (3, H, W) uint8 image each."""
-    python = rung == "python"
     if case == "photo":
-        img = small_photo() if python else photo()
+        img = small_photo() if rung.small else photo()
         return [Case(f"the photo ({img.shape[1]}x{img.shape[2]})", (img,))]
     if case == "random":
-        sizes = _random_sizes(seed, 3, 200) if python else _random_sizes(seed, 4, 700)
+        sizes = _random_sizes(seed, 3, 200) if rung.small else _random_sizes(seed, 4, 700)
     else:
         sizes = {
             "tiny": [(1, 1)],
             "ragged": [(7, 37), (1, 257), (33, 31)],  # h*w = 259, 257, 1023: not multiples of a block
-            "tall_wide": [(40, 1), (1, 40)] if python else [(1000, 1), (1, 1000), (3, 3001)],
+            "tall_wide": [(40, 1), (1, 40)] if rung.small else [(1000, 1), (1, 1000), (3, 3001)],
             "large": [(2000, 3000)],
         }[case]
     return [Case(f"a {h}x{w} image", (random_image(h, w, seed=h * 10007 + w + (seed or 0)),)) for h, w in sizes]

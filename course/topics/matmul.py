@@ -9,6 +9,7 @@ from ..harness.cuda import check_cuda
 from ..harness.exercise import (Case, Exercise, expect_tensor, first, judges, order_hint, with_hint,
                                 wrong_elements)
 from ..harness.python import check_python
+from ..harness.rungs import PYTHON
 
 __all__ = ("weights", "check_matmul", "check_matmul_cuda", "check_matmul_tiled", "check_matmul_tiled_cuda")
 
@@ -63,11 +64,11 @@ def matmul_cases(case, seed, rung):
         x, _ = digits(5)
         return [Case("the digits: a (5, 784) batch of digits times the (784, 10) weights", (x, weights()))]
     if case == "random":
-        shapes = _random_shapes(seed, HIDDEN[rung])
+        shapes = _random_shapes(seed, HIDDEN[rung.sizes])
     elif case == "large" and cpu_mode():
         shapes = CPU_LARGE
     else:
-        shapes = SHAPES[rung][case]
+        shapes = SHAPES[rung.sizes][case]
     return [Case(f"a ({m}, {k}) @ ({k}, {n}) product", _random(m, k, n, seed=m * 10007 + k * 101 + n + (seed or 0)))
             for m, k, n in shapes]
 
@@ -311,7 +312,7 @@ def _order_matters(fn, case, seed):
     """Whether a failed tiled check's answer changes with the order a block's threads run in."""
     from ..harness.python import call_quietly
     from ..ladder import thread_order
-    for c in MATMUL.inputs(case, seed, "python"):
+    for c in MATMUL.inputs(case, seed, PYTHON):
         try:
             runs = []
             for reverse in (False, True):

@@ -143,11 +143,11 @@ def identical_cases(case, seed, rung):
     if case == "edges":
         return [Case("the 317 rounding-edge colours (a 1x317 image)", (rounding_edges(),))]
     if case == "photo":
-        img = small_photo() if rung == "python" else photo()
+        img = small_photo() if rung.small else photo()
         return [Case(f"the photo ({img.shape[1]}x{img.shape[2]})", (img,))]
     if case == "random":
         g = torch.Generator().manual_seed(seed)
-        largest = 60 if rung == "python" else 1100
+        largest = 60 if rung.small else 1100
         sizes = [tuple(int(v) for v in torch.randint(1, largest + 1, (2,), generator=g)) for _ in range(3)]
     else:
         sizes = {"tiny": [(1, 1)], "ragged": [(7, 37), (1, 257), (33, 31)], "large": [(2000, 3000)]}[case]

@@ -39,7 +39,7 @@ def row_cases(case, seed, rung):
         return [c for part in GROUPS[case] for c in row_cases(part, seed, rung)]
     if case == "random":
         g = torch.Generator().manual_seed(seed)
-        hi, wi = (24, 40) if rung == "python" else (700, 900)
+        hi, wi = (24, 40) if rung.small else (700, 900)
         shapes = [(int(torch.randint(1, hi + 1, (1,), generator=g)), int(torch.randint(1, wi + 1, (1,), generator=g)))
                   for _ in range(3)]
         return [Case(f"a {h}x{w} matrix", (_matrix(h, w, seed=h * 7919 + w + seed, sign=k % 2 * -1),))
@@ -47,7 +47,7 @@ def row_cases(case, seed, rung):
     sign = -1 if case == "negative" else 0
     words = " of negative values" if sign else ""
     return [Case(f"a {h}x{w} matrix{words}", (_matrix(h, w, seed=h * 7919 + w, sign=sign),))
-            for h, w in SHAPES[rung][case]]
+            for h, w in SHAPES[rung.sizes][case]]
 
 
 def _advice(op):
