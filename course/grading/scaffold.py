@@ -18,7 +18,7 @@ reference, the cases, the comparison and the hints for your own algorithm; the n
 the checks at the end)."""
 import torch
 
-from ..harness.cuda import check_cuda
+from ..harness.cuda import Binding, binding, check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, judges, wrong_elements
 from ..harness.python import check_python
 
@@ -83,7 +83,7 @@ $NAME = Exercise(
     name="$name", topic=__name__, cases=${name}_cases, judge=judge_$name, out_dtype=torch.float32,
     case_names={"python": ("tiny", "ragged", "random"), "cuda": ("tiny", "ragged", "large", "random"),
                 "modes": ("memory", "integrity")},
-    out_numel=lambda case: case.args[1].numel(), func="$name", cpp_src=CPP_SRC,
+    out_numel=lambda case: case.args[1].numel(), bindings={"cuda": Binding("$name", CPP_SRC)},
     hints={"memory": HINTS["memory"], "computes": "every element"})
 
 
@@ -96,8 +96,8 @@ def check_$name(fn, case="ragged", seed=None):
 @judges("cuda")
 def check_${name}_cuda(answer, case="ragged", func="$name", seed=None):
     """Checks a compiled $name (your cuda_src, or the module load_cuda built) on one case: an input case, "memory" or "integrity"."""
-    if func != $NAME.func:
-        raise ValueError(f"the $name exercise's function is {$NAME.func}, not {func!r}")
+    if func != binding($NAME).func:
+        raise ValueError(f"the $name exercise's function is {binding($NAME).func}, not {func!r}")
     check_cuda($NAME, answer, case, seed)
 '''
 

@@ -6,6 +6,7 @@ that check alone, with what happened and the likely cause. The verdict is comput
 installed package, never in the process that ran the student's module.
 """
 import dataclasses
+from dataclasses import dataclass
 import hashlib
 import json
 import os
@@ -39,6 +40,18 @@ MODES = CUDA.modes
 
 _hung = set()  # compiled modules that hung in this process: later checks fail at once
 _server, _server_lock = None, threading.Lock()  # the warm server every child is forked from
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What the CUDA rung builds and calls for an exercise: the C++ function the module exports, and its declaration."""
+    func: str
+    cpp_src: str  # as the lesson gives it, byte for byte
+
+
+def binding(exercise):
+    """The CUDA Binding an exercise declares."""
+    return exercise.bindings[CUDA.name]
 
 
 class KernelFailed(AssertionError):
@@ -263,12 +276,13 @@ def entry_point(exercise, cuda_src):
     """
     code = re.sub(r"//[^\n]*|/\*.*?\*/", " ", cuda_src, flags=re.S)
     tensor = r"(?:const\s+)?(?:torch|at)::Tensor\s*&?\s*\w*"
-    wanted = exercise.cpp_src.count("Tensor") - 1  # the return type is one
+    func, cpp_src = binding(exercise).func, binding(exercise).cpp_src
+    wanted = cpp_src.count("Tensor") - 1  # the return type is one
     found = re.findall(rf"(?:torch|at)::Tensor\s+(\w+)\s*\(\s*({tensor}(?:\s*,\s*{tensor})*)\s*\)\s*\{{", code)
     names = [name for name, params in found if params.count("Tensor") == wanted]
-    if exercise.func in names or len(names) != 1:
-        return exercise.func, exercise.cpp_src
-    return names[0], re.sub(rf"\b{exercise.func}\b", names[0], exercise.cpp_src)
+    if func in names or len(names) != 1:
+        return func, cpp_src
+    return names[0], re.sub(rf"\b{func}\b", names[0], cpp_src)
 
 
 def _build(cuda_src, cpp_src, func):
@@ -293,7 +307,7 @@ def _build(cuda_src, cpp_src, func):
 
 def compiled(exercise, answer):
     """(file, function) of the module a check judges: cuda_src (a string) built, or the module load_cuda returned, if current."""
-    func = exercise.func
+    func = binding(exercise).func
     if isinstance(answer, str):
         func, cpp_src = entry_point(exercise, answer)
         name = build_name(answer, cpp_src, [func])
@@ -401,7 +415,7 @@ def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
     require_case(case, names)
     cpu = cpu_mode()
     if not cpu:
-        require_gpu(f"check of {exercise.func} ({case!r})")
+        require_gpu(f"check of {binding(exercise).func} ({case!r})")
     path, func = compiled(exercise, answer)
     source = answer if isinstance(answer, str) else (sources_of(answer) or [None])[0]
     memory_hint = guard_hint(source) if source is not None else exercise.hints["memory"]

@@ -28,8 +28,7 @@ class Exercise:
     hints: dict = field(default_factory=dict)    # memory, race, computes: the runners' hints in the topic's words
     raised: Callable[..., None] = None           # (error, case, what): returns where raising is the right answer
     passed: dict = field(default_factory=dict)   # case -> what its pass line adds
-    func: str = None                             # CUDA rung: the C++ function the module exports
-    cpp_src: str = None                          # CUDA rung: its declaration, as the lesson gives it
+    bindings: dict = field(default_factory=dict)  # rung name -> what its runner needs (cuda.Binding)
 
     def inputs(self, case, seed, rung):
         """The cases of a named input case for a Rung (harness/rungs.py), with a clear error for an unknown name or a missing seed."""

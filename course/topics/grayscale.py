@@ -4,7 +4,7 @@ import itertools
 import torch
 
 from ..cuda import cuda_begin
-from ..harness.cuda import check_cuda
+from ..harness.cuda import Binding, binding, check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, first, judges, wrong_elements
 from ..harness.python import check_python
 from ..images import photo, small_photo
@@ -335,7 +335,7 @@ RGB2GREY = Exercise(
     name="rgb2grey", topic=__name__, cases=grey_cases, judge=judge_grey, out_dtype=torch.uint8,
     case_names={"python": ("tiny", "ragged", "tall_wide", "photo", "random"),
                 "cuda": ("tiny", "ragged", "tall_wide", "photo", "large", "random"), "modes": ("memory", "integrity")},
-    out_numel=lambda case: case.args[0][0].numel(), func="rgb_to_grayscale", cpp_src=CPP_SRC,
+    out_numel=lambda case: case.args[0][0].numel(), bindings={"cuda": Binding("rgb_to_grayscale", CPP_SRC)},
     hints={"memory": "a thread past the last pixel must do nothing: guard the body with `if (i < n)`, "
                      "and index only 0 <= i < n (x up to 3*n - 1).",
            "computes": "every pixel"})
@@ -350,6 +350,6 @@ def check_rgb2grey(fn, case="photo", seed=None):
 @judges("cuda")
 def check_rgb2grey_cuda(answer, case="photo", func="rgb_to_grayscale", seed=None):
     """Checks a compiled rgb_to_grayscale (your cuda_src, or the module load_cuda built) on one case: an input case, "memory" or "integrity"."""
-    if func != RGB2GREY.func:
-        raise ValueError(f"the grayscale exercise's function is {RGB2GREY.func}, not {func!r}")
+    if func != binding(RGB2GREY).func:
+        raise ValueError(f"the grayscale exercise's function is {binding(RGB2GREY).func}, not {func!r}")
     check_cuda(RGB2GREY, answer, case, seed)

@@ -5,7 +5,7 @@ from functools import partial
 import torch
 
 from ..device import cpu_mode
-from ..harness.cuda import check_cuda
+from ..harness.cuda import Binding, check_cuda
 from ..harness.exercise import (Case, Exercise, expect_tensor, first, judges, order_hint, with_hint,
                                 wrong_elements)
 from ..harness.python import check_python
@@ -277,12 +277,14 @@ RACE_HINT = ("every thread must have written its part of the tile before any thr
 MATMUL = Exercise(
     name="matmul", topic=__name__, cases=matmul_cases, judge=judge_matmul, out_dtype=torch.float32,
     case_names={**CASE_NAMES, "modes": ("memory", "integrity")},
-    out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1], func="matmul", cpp_src=CPP_SRC,
+    out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1],
+    bindings={"cuda": Binding("matmul", CPP_SRC)},
     hints={"memory": MEMORY_HINT, "computes": "every element of the product"})
 MATMUL_TILED = Exercise(
     name="matmul_tiled", topic=__name__, cases=matmul_cases, judge=partial(judge_matmul, tiled=True), out_dtype=torch.float32,
     case_names={**CASE_NAMES, "modes": ("memory", "race", "integrity")},
-    out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1], func="matmul_static", cpp_src=TILED_CPP_SRC,
+    out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1],
+    bindings={"cuda": Binding("matmul_static", TILED_CPP_SRC)},
     hints={"memory": MEMORY_HINT, "race": RACE_HINT, "computes": "every element of the product, tile by tile"})
 
 

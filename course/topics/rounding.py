@@ -9,7 +9,7 @@ one rounding), double arithmetic (a constant without its `f`), the products adde
 """
 import torch
 
-from ..harness.cuda import check_cuda
+from ..harness.cuda import Binding, check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, first, judges, wrong_elements
 from ..harness.python import check_python
 from ..images import photo, small_photo
@@ -194,7 +194,7 @@ CASE_NAMES = {"python": ("edges", "photo", "ragged", "random"),
               "cuda": ("tiny", "ragged", "edges", "photo", "large", "random"), "modes": ("memory", "integrity")}
 GREY_IDENTICAL = Exercise(
     name="rgb2grey_identical", topic=__name__, cases=identical_cases, judge=judge_identical, out_dtype=torch.uint8,
-    case_names=CASE_NAMES, out_numel=lambda case: case.args[0][0].numel(), func="rgb_to_grayscale", cpp_src=CPP_SRC,
+    case_names=CASE_NAMES, out_numel=lambda case: case.args[0][0].numel(), bindings={"cuda": Binding("rgb_to_grayscale", CPP_SRC)},
     hints={"memory": "a thread past the last pixel must do nothing: guard the body with `if (i < n)`, and index only "
                      "0 <= i < n (x up to 3*n - 1).",
            "computes": "every pixel"})

@@ -5,7 +5,7 @@ exact one (w values in a row). A max is a choice, not arithmetic: it must be exa
 """
 import torch
 
-from ..harness.cuda import check_cuda
+from ..harness.cuda import Binding, check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, judges, wrong_elements
 from ..harness.python import check_python
 
@@ -172,11 +172,13 @@ CASE_NAMES = {"python": ("shapes", "ragged", "negative", "long_rows", "no_rows",
 MEMORY_HINT = ("a thread past the last row must do nothing: guard with `if (i < h)`, and read only row i's values, "
                "x[i*w] to x[i*w + w - 1].")
 ROW_SUM = Exercise(name="row_sum", topic=__name__, cases=row_cases, judge=judge_row_sum, out_dtype=torch.float32,
-                   case_names=CASE_NAMES, out_numel=lambda case: case.args[0].shape[0], func="row_sum",
-                   cpp_src=SUM_CPP_SRC, hints={"memory": MEMORY_HINT, "computes": "every row's sum"})
+                   case_names=CASE_NAMES, out_numel=lambda case: case.args[0].shape[0],
+                   bindings={"cuda": Binding("row_sum", SUM_CPP_SRC)},
+                   hints={"memory": MEMORY_HINT, "computes": "every row's sum"})
 ROW_MAX = Exercise(name="row_max", topic=__name__, cases=row_cases, judge=judge_row_max, out_dtype=torch.float32,
-                   case_names=CASE_NAMES, out_numel=lambda case: case.args[0].shape[0], func="row_max",
-                   cpp_src=MAX_CPP_SRC, hints={"memory": MEMORY_HINT, "computes": "every row's max"})
+                   case_names=CASE_NAMES, out_numel=lambda case: case.args[0].shape[0],
+                   bindings={"cuda": Binding("row_max", MAX_CPP_SRC)},
+                   hints={"memory": MEMORY_HINT, "computes": "every row's max"})
 
 
 @judges("python")
