@@ -21,6 +21,7 @@ import torch
 from ..harness.cuda import Binding, binding, check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, judges, wrong_elements
 from ..harness.python import check_python
+from ..harness.rungs import CUDA, PYTHON
 
 __all__ = ("$name", "check_$name", "check_${name}_cuda")
 
@@ -87,13 +88,13 @@ $NAME = Exercise(
     hints={"memory": HINTS["memory"], "computes": "every element"})
 
 
-@judges("python")
+@judges(PYTHON)
 def check_$name(fn, case="ragged", seed=None):
     """Checks a Python-rung $name function against the reference on one case of inputs."""
     check_python($NAME, fn, case, seed)
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_${name}_cuda(answer, case="ragged", func="$name", seed=None):
     """Checks a compiled $name (your cuda_src, or the module load_cuda built) on one case: an input case, "memory" or "integrity"."""
     if func != binding($NAME).func:

@@ -57,10 +57,10 @@ def check_call(source):
 
 
 def the_check(name):
-    """The installed check a test cell names, and what it judges ("python", "cuda", "value"); ValueError if none."""
+    """The installed check a test cell names, and the Answer it judges (harness/rungs.py); ValueError if none."""
     import course
     check = getattr(course, name, None)
-    kind = getattr(check, "answer_kind", None)
+    kind = getattr(check, "answer", None)
     if check is None:
         raise ValueError(f"`{name}` is not a check the course exports")
     if kind is None:
@@ -208,15 +208,7 @@ def judge_cell(answers, source):
     """Runs a test cell's check here, from the installed package, on the student's answer got through answers."""
     check_name, target, args, kwargs = check_call(source)
     check, kind = the_check(check_name)  # the installed check, never the notebook's
-    if kind == "python":
-        answer_ = answers.function(target)
-    elif kind == "cuda":
-        answer_ = answers.value("cuda_src", target)
-        if not isinstance(answer_, str):
-            raise AssertionError("the notebook holds no cuda_src to check")
-    else:
-        answer_ = answers.value("value", target)
-    check(answer_, *args, **kwargs)
+    check(kind.collect(answers, target), *args, **kwargs)
 
 
 # ---- inside nbgrader: the execute step ------------------------------------------------------------------------
@@ -268,7 +260,7 @@ class TrustedExecute(SafeExecute):
         """The failed cell's outputs: the notebook's own message for a Python check that fails there too, else the judge's."""
         judged = ([NotebookNode(output_type="stream", name="stdout", text=printed)] if printed else []) + [
             _error(type(error).__name__, str(error))]
-        if kind != "python":
+        if kind is None or not kind.kernel_message:
             return judged
         shown = NotebookNode(cell)
         shown.outputs = []
@@ -278,7 +270,7 @@ class TrustedExecute(SafeExecute):
         return shown.outputs if any(o.output_type == "error" for o in shown.outputs) else judged
 
     def _judge(self, cell, index):
-        """(kind, the check's error or None, what it printed): judge_cell in a thread of this process, while this
+        """(the Answer judged, the check's error or None, what it printed): judge_cell in a thread of this process, while this
         thread runs each request in the kernel."""
         requests, replies, done = queue.Queue(), queue.Queue(), {}
 

@@ -123,9 +123,10 @@ def order_hint(exercise):
 
 
 def judges(kind):
-    """Marks a check with what its first argument is, for the judge and `course verify`: "python" (a function), "cuda"
-    (cuda_src or module), "value"; and shows its failure as the student's call and the message, without the course's
-    frames (pytest and IPython skip a frame holding __tracebackhide__; the frames below it are cut)."""
+    """Marks a check with what its first argument is, for the judge and `course verify`: a Rung's answer, or an Answer
+    (harness/rungs.py); and shows its failure as the student's call and the message, without the course's frames
+    (pytest and IPython skip a frame holding __tracebackhide__; the frames below it are cut)."""
+    answer = getattr(kind, "answer", kind)
     def mark(check):
         @functools.wraps(check)
         def checked(*args, **kwargs):
@@ -135,6 +136,6 @@ def judges(kind):
             except AssertionError as verdict:
                 raise verdict.with_traceback(None) from None  # what is wrong with the answer: the message
         checked.__code__ = checked.__code__.replace(co_name=check.__name__, co_qualname=check.__qualname__)  # its frame's name
-        checked.answer_kind = kind
+        checked.answer, checked.answer_kind = answer, answer.name
         return checked
     return mark

@@ -7,6 +7,7 @@ from ..cuda import cuda_begin
 from ..harness.cuda import Binding, binding, check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, first, judges, wrong_elements
 from ..harness.python import check_python
+from ..harness.rungs import CUDA, PYTHON
 from ..images import photo, small_photo
 
 __all__ = ("rgb2grey", "check_rgb2grey", "check_rgb2grey_cuda")
@@ -341,13 +342,13 @@ RGB2GREY = Exercise(
            "computes": "every pixel"})
 
 
-@judges("python")
+@judges(PYTHON)
 def check_rgb2grey(fn, case="photo", seed=None):
     """Checks a Python-rung grayscale function against the reference on one case of inputs."""
     check_python(RGB2GREY, fn, case, seed)
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_rgb2grey_cuda(answer, case="photo", func="rgb_to_grayscale", seed=None):
     """Checks a compiled rgb_to_grayscale (your cuda_src, or the module load_cuda built) on one case: an input case, "memory" or "integrity"."""
     if func != binding(RGB2GREY).func:

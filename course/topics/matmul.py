@@ -9,7 +9,7 @@ from ..harness.cuda import Binding, check_cuda
 from ..harness.exercise import (Case, Exercise, expect_tensor, first, judges, order_hint, with_hint,
                                 wrong_elements)
 from ..harness.python import check_python
-from ..harness.rungs import PYTHON
+from ..harness.rungs import CUDA, PYTHON
 
 __all__ = ("weights", "check_matmul", "check_matmul_cuda", "check_matmul_tiled", "check_matmul_tiled_cuda")
 
@@ -288,13 +288,13 @@ MATMUL_TILED = Exercise(
     hints={"memory": MEMORY_HINT, "race": RACE_HINT, "computes": "every element of the product, tile by tile"})
 
 
-@judges("python")
+@judges(PYTHON)
 def check_matmul(fn, case="digits", seed=None):
     """Checks a Python-rung matmul(a, b) against the exact product on one case of inputs."""
     check_python(MATMUL, fn, case, seed)
 
 
-@judges("python")
+@judges(PYTHON)
 def check_matmul_tiled(fn, case="digits", seed=None):
     """Checks a tiled Python matmul: right on the case, and computed through blk_kernel2d_shar's shared memory."""
     from .. import ladder
@@ -330,13 +330,13 @@ def _order_matters(fn, case, seed):
     return False
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_matmul_cuda(answer, case="digits", seed=None):
     """Checks a compiled matmul (your cuda_src, or the module load_cuda built) on one case: an input case, "memory" or "integrity"."""
     check_cuda(MATMUL, answer, case, seed)
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_matmul_tiled_cuda(answer, case="digits", seed=None):
     """Checks a compiled tiled matmul on one case: an input case, "memory", "race" or "integrity" (which also asks for shared memory)."""
     check_cuda(MATMUL_TILED, answer, case, seed, needs_shared=True)

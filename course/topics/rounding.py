@@ -12,6 +12,7 @@ import torch
 from ..harness.cuda import Binding, check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, first, judges, wrong_elements
 from ..harness.python import check_python
+from ..harness.rungs import CUDA, PYTHON
 from ..images import photo, small_photo
 from .grayscale import CPP_SRC, judge_grey, random_image, rgb2grey, rgb2grey_exact
 
@@ -200,13 +201,13 @@ GREY_IDENTICAL = Exercise(
            "computes": "every pixel"})
 
 
-@judges("python")
+@judges(PYTHON)
 def check_grey_identical(fn, case="edges", seed=None):
     """Checks that a Python-rung grayscale function gives exactly the float32 reference's bytes on one case."""
     check_python(GREY_IDENTICAL, fn, case, seed)
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_grey_identical_cuda(answer, case="edges", seed=None):
     """Checks that a compiled rgb_to_grayscale gives exactly the float32 reference's bytes on one case, "memory" or "integrity"."""
     check_cuda(GREY_IDENTICAL, answer, case, seed)

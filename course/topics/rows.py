@@ -8,6 +8,7 @@ import torch
 from ..harness.cuda import Binding, check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, judges, wrong_elements
 from ..harness.python import check_python
+from ..harness.rungs import CUDA, PYTHON
 
 __all__ = ("check_row_sum", "check_row_max", "check_row_sum_cuda", "check_row_max_cuda")
 
@@ -181,25 +182,25 @@ ROW_MAX = Exercise(name="row_max", topic=__name__, cases=row_cases, judge=judge_
                    hints={"memory": MEMORY_HINT, "computes": "every row's max"})
 
 
-@judges("python")
+@judges(PYTHON)
 def check_row_sum(fn, case="shapes", seed=None):
     """Checks a Python-rung per-row sum (a function of one (h, w) float32 matrix) on one case."""
     check_python(ROW_SUM, fn, case, seed)
 
 
-@judges("python")
+@judges(PYTHON)
 def check_row_max(fn, case="shapes", seed=None):
     """Checks a Python-rung per-row max (a function of one (h, w) float32 matrix) on one case."""
     check_python(ROW_MAX, fn, case, seed)
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_row_sum_cuda(answer, case="ragged", seed=None):
     """Checks a compiled row_sum (your source, or the module load_cuda built) on one case, "memory" or "integrity"."""
     check_cuda(ROW_SUM, answer, case, seed)
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_row_max_cuda(answer, case="ragged", seed=None):
     """Checks a compiled row_max (your source, or the module load_cuda built) on one case, "memory" or "integrity"."""
     check_cuda(ROW_MAX, answer, case, seed)

@@ -3,6 +3,7 @@ import torch
 
 from ..harness.cuda import Binding, check_cuda
 from ..harness.exercise import Case, Exercise, judges
+from ..harness.rungs import CUDA
 from ..images import photo
 from .grayscale import judge_grey, random_image
 
@@ -39,7 +40,7 @@ GREY_THREADS = Exercise(
            "computes": "every pixel"})
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_grey_threads_cuda(answer, case="ragged", seed=None):
     """Checks a compiled rgb_to_grayscale(input, threads) at every block size of the sweep, 32 to 1024, on one case."""
     check_cuda(GREY_THREADS, answer, case, seed)
