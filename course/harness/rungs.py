@@ -1,23 +1,23 @@
 """A rung as a plug-in: what a check needs to know about where an answer runs, declared once per rung.
 
-Topics, the harness and grading ask a Rung (or its Answer) instead of comparing rung names:
+Topics, the harness and grading ask a Rung (or its Answer) instead of comparing rung names. Where each part is read:
 
-- sizes: the key of an exercise's case_names and of a topic's size tables ("python" for every interpreted
-  rung); small: whether its cases stay small (a Python loop per element), the one question a topic's cases ask;
-- runner: how a check runs an answer on an exercise's case (harness/python.py's check_python,
-  harness/cuda.py's check_cuda);
-- modes: the check modes beyond input cases that the runner offers (memory, race, integrity), and own_kernels,
-  how the integrity rule tells the student's kernels apart (CUDA: nvcc's host stub of each __global__ function);
-- answer: how the trusted judge (grading/trusted.py) collects the answer a test cell names from the notebook's
-  kernel, and whether a failed check's message is the one the notebook itself shows (a Python rung's hints read
-  the student's kernel and what the runners did, which only the notebook's kernel holds).
+sizes, small   Exercise.inputs picks the case names by sizes; a topic's cases(case, seed, rung) pick their size
+               table by rung.sizes and small inputs by rung.small (topics/*.py, grading/scaffold.py's template)
+runner         Rung.check(exercise, answer, case, seed): python.py's check_python, cuda.py's check_cuda
+modes          the checks beyond input cases that the runner offers (cuda.py: memory, race, integrity)
+own_kernels    the integrity rule's question, which kernels are the student's (cuda.py's verdict, in the judge
+               child; CUDA: nvcc's host stub of each __global__ function, integrity.module_kernels)
+answer         exercise.judges marks a check with it; grading/trusted.py's judge_cell collects the answer with
+               Answer.collect (verify.py's clean re-runs too), and keeps the notebook's own message where
+               Answer.kernel_message (a Python rung's hints read the student's kernel and what the runners did)
+Exercise.bindings[rung name]   what a runner needs from an exercise beyond the shared fields (cuda.py's Binding:
+               the C++ function the module exports and its declaration)
 
-What a runner needs from an exercise beyond the shared fields (CUDA: the exported function and its declaration,
-harness/cuda.py's Binding) is declared in Exercise.bindings under the rung's name.
-
-Still outside the Rung: the Python runners' evidence (ladder.ran, shared_use, thread_order) travels in module
-globals, carried by hand across the judge and the worker (grading/trusted.py's answer and Answers.function), and
-hints speak a rung's vocabulary through case.words["lang"].
+Still outside the Rung: the Python runners' evidence (ladder.ran, shared_use, thread_order) lives in module
+globals that python.py, origin.py and matmul.py read, and that trusted.py's answer and Answers.function carry
+between the judge and the worker by hand; the worker's side of a request (trusted.answer) knows the three
+requests by name; hints speak a rung's vocabulary through case.words["lang"] ("python" or "cuda").
 """
 from dataclasses import dataclass
 import importlib
