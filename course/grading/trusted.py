@@ -131,17 +131,14 @@ def answer(ns, what, arg):
             value = ns.get(arg)
             return ("value", value if isinstance(value, str) else ns.get("cuda_src"))
         name, args, order = arg
-        ladder.thread_order.update(order)  # the judge asks for the order a block's threads run in
-        used = dict(ladder.shared_use)
-        ran = python._clear_ran()
-        try:
-            with python.time_limit(python.PYTHON_TIMEOUT), python.prefilled(), \
-                    contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:  # in the order of a block's threads the judge asks for
+            with ladder.recording(order["reversed"]) as ran, python.time_limit(python.PYTHON_TIMEOUT), \
+                    python.prefilled(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 value = ns[name](*args)
         except python._TimedOut as e:
             from course.harness.evidence import timeout_hint
             return ("timeout", timeout_hint(e.__traceback__, ran, python.PYTHON_TIMEOUT))
-        return ("returned", value, args, {key: ladder.shared_use[key] - used[key] for key in used})
+        return ("returned", value, args, {key: ran[key] for key in ("writes", "syncs")})
     except BaseException as e:  # noqa: B902 (the student's code raised: tell the judge what)
         return ("raised", type(e).__name__, str(e))
 
@@ -174,7 +171,7 @@ class Answers:
         def call(*args):
             from course import ladder
             from course.harness.python import _TimedOut
-            reply = worker.ask("call", (name, args, dict(ladder.thread_order)))
+            reply = worker.ask("call", (name, args, {"reversed": ladder.record()["reversed"]}))
             if reply[0] == "raised":
                 raise _raised(reply)
             if reply[0] == "timeout":
@@ -186,7 +183,7 @@ class Answers:
                 if hasattr(mine, "copy_") and hasattr(theirs, "shape") and mine.shape == theirs.shape:
                     mine.copy_(theirs)
             for key, more in used.items():  # what the kernel did with shared memory, for the tiled checks
-                ladder.shared_use[key] += more
+                ladder.record()[key] += more
             return value
         call.__name__ = name
         return call

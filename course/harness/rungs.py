@@ -14,10 +14,10 @@ answer         exercise.judges marks a check with it; grading/trusted.py's judge
 Exercise.bindings[rung name]   what a runner needs from an exercise beyond the shared fields (cuda.py's Binding:
                the C++ function the module exports and its declaration)
 
-Still outside the Rung: the Python runners' evidence (ladder.ran, shared_use, thread_order) lives in module
-globals that python.py, origin.py and matmul.py read, and that trusted.py's answer and Answers.function carry
-between the judge and the worker by hand; the worker's side of a request (trusted.answer) knows the three
-requests by name; hints speak a rung's vocabulary through case.words["lang"] ("python" or "cuda").
+The Python runners' evidence is a record per call (ladder.recording: threads, launches, shared memory use, the
+order of a block's threads) that python.py's call_recorded returns and check_python hands back. Still outside the
+Rung: grading/trusted.py's worker side (answer) knows the three requests by name and relays a record's shared
+memory use and thread order itself; hints speak a rung's vocabulary through case.words["lang"] ("python" or "cuda").
 """
 from dataclasses import dataclass
 import importlib

@@ -297,13 +297,11 @@ def check_matmul(fn, case="digits", seed=None):
 @judges(PYTHON)
 def check_matmul_tiled(fn, case="digits", seed=None):
     """Checks a tiled Python matmul: right on the case, and computed through blk_kernel2d_shar's shared memory."""
-    from .. import ladder
-    before = dict(ladder.shared_use)
     try:
-        check_python(MATMUL, fn, case, seed)
+        ran = check_python(MATMUL, fn, case, seed)
     except AssertionError as e:
         raise (with_hint(e, order_hint(MATMUL_TILED)) if _order_matters(fn, case, seed) else e) from None
-    if ladder.shared_use["writes"] == before["writes"] or ladder.shared_use["syncs"] == before["syncs"]:
+    if not sum(r["writes"] for r in ran) or not sum(r["syncs"] for r in ran):
         raise AssertionError(
             f"{getattr(fn, '__name__', 'your function')} gave the right answers without filling shared memory "
             "and calling syncthreads(). Hint: the exercise is the tiled kernel: launch it with "
@@ -312,18 +310,12 @@ def check_matmul_tiled(fn, case="digits", seed=None):
 
 def _order_matters(fn, case, seed):
     """Whether a failed tiled check's answer changes with the order a block's threads run in."""
-    from ..harness.python import call_quietly
-    from ..ladder import thread_order
+    from ..harness.python import call_recorded
     for c in MATMUL.inputs(case, seed, PYTHON):
         try:
-            runs = []
-            for reverse in (False, True):
-                thread_order["reversed"] = reverse
-                runs.append(call_quietly(fn, c.args, "", c.where))
+            runs = [call_recorded(fn, c.args, "", c.where, reversed=reverse)[0] for reverse in (False, True)]
         except AssertionError:
             continue
-        finally:
-            thread_order["reversed"] = False
         if all(isinstance(r, torch.Tensor) for r in runs) and runs[0].shape == runs[1].shape \
                 and not torch.equal(runs[0].nan_to_num(), runs[1].nan_to_num()):
             return True

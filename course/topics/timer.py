@@ -80,7 +80,7 @@ TIMER = Exercise(name="timer", topic=__name__, cases=timer_cases, case_names={"p
 def check_timer(fn, case="waits"):
     """Checks a timer fn(work) -> milliseconds: "waits" (work that runs like a launch) or "warmup" (a slow first call)."""
     what = getattr(fn, "__name__", "your timer")
-    for c, yours, wall_ms in answers(TIMER, fn, case):
+    for c, yours, wall_ms, _ in answers(TIMER, fn, case):
         work = c.args[0]
         left_running = isinstance(work, AsyncWork) and work.pending()
         synchronize()  # what the timer left running is not the next case's, nor the notebook's
