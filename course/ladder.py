@@ -10,8 +10,7 @@ MAX_THREADS_PER_BLOCK = 1024
 
 
 def new_record(reversed=False):
-    """An empty record of what the runners did in one call: threads, launches, shared memory use (writes, syncs);
-    reversed: blk_kernel2d_shar runs a block's threads last to first (a race shows)."""
+    """An empty record of what the runners do in one call; reversed: blk_kernel2d_shar's blocks run threads last to first."""
     return {"threads": 0, "returned": 0, "returned_by": None, "launches": [], "kernel": None, "args": None,
             "writes": 0, "syncs": 0, "reversed": reversed}
 

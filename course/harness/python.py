@@ -89,8 +89,7 @@ def call_recorded(fn, args, what, where, seconds=None, hang_hint=None, reversed=
 
 
 def answers(exercise, fn, case, seed=None, hang_hint=None):
-    """Calls fn on every input of a case of an exercise, quiet and time-limited: yields (Case, its answer, milliseconds,
-    the record of what the runners did).
+    """Calls fn on every input of a case of an exercise, quiet and time-limited: yields (Case, answer, milliseconds, record).
 
     An error fn raises is the verdict, unless the exercise's raised(error, case, what) accepts it as the answer.
     """
@@ -120,8 +119,7 @@ def print_passed(exercise, what, case):
 
 
 def check_python(exercise, fn, case, seed=None, hang_hint=None):
-    """Runs a Python-rung function on every input of a case and judges each answer; raises AssertionError on the first
-    wrong one, else returns the records of what the runners did in each call."""
+    """Judges a Python-rung function on every input of a case: AssertionError at the first wrong answer, else the records."""
     what, records = getattr(fn, "__name__", "your function"), []
     for c, yours, _, ran in answers(exercise, fn, case, seed, hang_hint):
         records.append(ran)
