@@ -206,15 +206,16 @@ class Assignment:
             literals = [ast.literal_eval(m.group(1)) for c in nb["cells"] if c["cell_type"] == "code"
                         for m in _CPP_SRC.finditer(_code(c))]
             modules = {exports[c] for e in notebook_exercises(nb, p.stem) for c in e.checks if c in exports}
-            declared = [(m, v) for m in sorted(modules) for v in vars(importlib.import_module(f"course.{m}")).values()
-                        if isinstance(v, Declared) and v.cpp_src]
+            declared = [(m, v.name, v.bindings["cuda"]) for m in sorted(modules)
+                        for v in vars(importlib.import_module(f"course.{m}")).values()
+                        if isinstance(v, Declared) and "cuda" in v.bindings]
             for text in literals:
                 func = re.search(r"(\w+)\s*\(", text)
-                same = [(m, d) for m, d in declared if func and d.func == func.group(1)]
-                if same and all(d.cpp_src != text for _, d in same):
-                    m, d = same[0]
+                same = [(m, name, b) for m, name, b in declared if func and b.func == func.group(1)]
+                if same and all(b.cpp_src != text for _, _, b in same):
+                    m, name, b = same[0]
                     problems.append(f"source/{self.name}/{p.stem}: cpp_src = {text!r} differs from the cpp_src of "
-                                    f"{d.name} in course/{m.replace('.', '/')}.py ({d.cpp_src!r}): make them "
+                                    f"{name} in course/{m.replace('.', '/')}.py ({b.cpp_src!r}): make them "
                                     "byte-identical, or the builds compiled ahead of grading are not the ones used")
         return problems
 

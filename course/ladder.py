@@ -1,4 +1,5 @@
 """The Python rungs of the ladder: runners that call a kernel once per thread, as CUDA would."""
+import contextlib
 import itertools
 import threading
 from typing import NamedTuple
@@ -6,10 +7,31 @@ from typing import NamedTuple
 import torch
 
 MAX_THREADS_PER_BLOCK = 1024
-shared_use = {"writes": 0, "syncs": 0}  # what blk_kernel2d_shar's kernels did, for the tiled exercise's check
-thread_order = {"reversed": False}  # blk_kernel2d_shar runs a block's threads last to first when True (a race shows)
-# What the runners did since the checks last cleared it (course/harness/python.py): evidence for their hints.
-ran = {"threads": 0, "returned": 0, "returned_by": None, "launches": [], "kernel": None, "args": None}
+
+
+def new_record(reversed=False):
+    """An empty record of what the runners do in one call; reversed: blk_kernel2d_shar's blocks run threads last to first."""
+    return {"threads": 0, "returned": 0, "returned_by": None, "launches": [], "kernel": None, "args": None,
+            "writes": 0, "syncs": 0, "reversed": reversed}
+
+
+_record = new_record()  # where the runners write: the record of the call being recorded, else one nobody reads
+
+
+@contextlib.contextmanager
+def recording(reversed=False):
+    """A fresh record that the runners write while the block runs: what a check's call did (harness/python.py)."""
+    global _record
+    outer, _record = _record, new_record(reversed)
+    try:
+        yield _record
+    finally:
+        _record = outer
+
+
+def record():
+    """The record the runners write now."""
+    return _record
 
 
 class dim3(NamedTuple):
@@ -88,16 +110,16 @@ def _as_dim3(name, value):
 def _launched(launch, kernel, args):
     """Notes a launch, (runner, its grid..., threads in all), its kernel and arguments, for the hints; only the last few
     launches are kept."""
-    ran["kernel"], ran["args"] = kernel, args
-    ran["launches"].append(launch)
-    del ran["launches"][:-8]
+    _record["kernel"], _record["args"] = kernel, args
+    _record["launches"].append(launch)
+    del _record["launches"][:-8]
 
 
 def _past_end_hint(e, kernel):
     """The hint for an index past a tensor's end, read from the kernel's source and values (harness/evidence.py)."""
     from .harness.evidence import index_hint
     tensor, k, size = e.past_end
-    launch = ran["launches"][-1] if ran["launches"] else None
+    launch = _record["launches"][-1] if _record["launches"] else None
     n_index = 2 if launch and (launch[0].startswith("blk_kernel") or isinstance(launch[1], tuple)) else 1
     try:
         return " Hint: " + index_hint(kernel, e.__traceback__, tensor, k, size, launch, n_index)
@@ -108,8 +130,8 @@ def _past_end_hint(e, kernel):
 def _call(f, where, *args, kernel=None):
     try:
         if f(*args) is not None:
-            ran["returned"] += 1
-            ran["returned_by"] = getattr(f, "__name__", None)
+            _record["returned"] += 1
+            _record["returned_by"] = getattr(f, "__name__", None)
     except Exception as e:
         hint = _past_end_hint(e, kernel or f) if getattr(e, "past_end", None) else ""
         msg = f"{e}{hint}\n  (raised in {where})"
@@ -132,13 +154,13 @@ def run_kernel(f, times, *args):
         rows, cols = _count("times[0]", times[0]), _count("times[1]", times[1])
         _launched(("run_kernel", times, rows * cols), f, args)
         for i, j in itertools.product(range(rows), range(cols)):
-            ran["threads"] += 1
+            _record["threads"] += 1
             _call(f, f"thread i={i}, j={j}", i, j, *args)
         return
     _count("times", times)
     _launched(("run_kernel", times, times), f, args)
     for i in range(times):
-        ran["threads"] += 1
+        _record["threads"] += 1
         _call(f, f"thread i={i}", i, *args)
 
 
@@ -158,7 +180,7 @@ def blk_kernel(f, blocks, threads, *args):
     _launched(("blk_kernel", blocks, threads, blocks * threads), f, args)
     for i in range(blocks):
         for j in range(threads):
-            ran["threads"] += 1
+            _record["threads"] += 1
             _call(f, f"block {i}, thread {j}", i, j, threads, *args)
 
 
@@ -171,7 +193,7 @@ def blk_kernel2d(f, blocks, threads, *args):
                blocks.x * blocks.y * blocks.z * threads.x * threads.y * threads.z), f, args)
     for bz, by, bx in itertools.product(range(blocks.z), range(blocks.y), range(blocks.x)):
         for tz, ty, tx in itertools.product(range(threads.z), range(threads.y), range(threads.x)):
-            ran["threads"] += 1
+            _record["threads"] += 1
             _call(f, f"block (x={bx}, y={by}, z={bz}), thread (x={tx}, y={ty}, z={tz})",
                   dim3(bx, by, bz), dim3(tx, ty, tz), threads, *args)
 
@@ -199,7 +221,7 @@ class _Block:
     def syncthreads(self):
         """__syncthreads(): waits until every thread of the block has arrived (or ended)."""
         t = self.local.t
-        shared_use["syncs"] += 1
+        _record["syncs"] += 1
         self.paused = "barrier"
         self.back.release()
         self.go[t].acquire()
@@ -225,7 +247,7 @@ class _Block:
         workers = [threading.Thread(target=self._thread, args=(t, i), daemon=True) for t, i in enumerate(idx)]
         for w in workers:
             w.start()
-        ready = list(range(self.n))[::-1] if thread_order["reversed"] else list(range(self.n))
+        ready = list(range(self.n))[::-1] if _record["reversed"] else list(range(self.n))
         try:
             while ready and self.error is None:
                 waiting = []
@@ -265,4 +287,4 @@ def blk_kernel2d_shar(f, blocks, threads, sh_sz, *args):
         # Each block's own shared memory, holding NaN until written: reading a slot too early shows.
         shared = CheckedTensor(torch.full((sh_sz,), float("nan")))
         _Block(f, dim3(bx, by, bz), threads, shared, args).run()
-        shared_use["writes"] += shared.tensor._version  # every write, through views too, counts
+        _record["writes"] += shared.tensor._version  # every write, through views too, counts

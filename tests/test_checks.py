@@ -12,6 +12,7 @@ from course.harness.exercise import Case
 from course.harness.integrity import judge as judge_integrity
 from course.harness.integrity import kernels, torch_ops
 from course.harness.python import call_quietly
+from course.harness.rungs import CUDA, PYTHON
 from course.topics.grayscale import RGB2GREY, grey_cases, judge_grey, rgb2grey_exact
 
 CASES = ["tiny", "ragged", "tall_wide", "photo"]
@@ -161,11 +162,11 @@ def test_unknown_case_is_a_clear_error():
 
 def test_passing_the_result_instead_of_the_function_is_a_clear_error():
     with pytest.raises(TypeError, match="pass your function itself"):
-        check_rgb2grey(rgb2grey(grey_cases("tiny", None, "python")[0].args[0]))
+        check_rgb2grey(rgb2grey(grey_cases("tiny", None, PYTHON)[0].args[0]))
 
 
 def test_unwritten_pixels_are_reported_as_never_written():
-    x = grey_cases("ragged", None, "cuda")[0].args[0]
+    x = grey_cases("ragged", None, CUDA)[0].args[0]
     out = rgb2grey(x).clone()
     out[-1, -5:] = 171
     with pytest.raises(AssertionError, match="never written"):
@@ -175,15 +176,15 @@ def test_unwritten_pixels_are_reported_as_never_written():
 # ---- hidden sizes, hangs, printing
 
 def test_hidden_sizes_depend_on_the_seed_and_need_one():
-    a = [c.args[0].shape for c in grey_cases("random", 1, "python")]
-    b = [c.args[0].shape for c in grey_cases("random", 2, "python")]
+    a = [c.args[0].shape for c in grey_cases("random", 1, PYTHON)]
+    b = [c.args[0].shape for c in grey_cases("random", 2, PYTHON)]
     assert a != b
     with pytest.raises(ValueError, match="needs a seed"):
-        RGB2GREY.inputs("random", None, "python")
+        RGB2GREY.inputs("random", None, PYTHON)
 
 
 def test_an_answer_hard_coded_to_the_visible_sizes_fails_the_hidden_ones():
-    seen = {tuple(c.args[0].shape[1:]) for case in CASES for c in grey_cases(case, None, "python")}
+    seen = {tuple(c.args[0].shape[1:]) for case in CASES for c in grey_cases(case, None, PYTHON)}
 
     def memorised(x):
         return rgb2grey(x) if tuple(x.shape[1:]) in seen else torch.zeros(x.shape[1:], dtype=torch.uint8)

@@ -69,10 +69,10 @@ def test_an_index_past_the_end_gets_the_hint_its_kernel_supports():
 
 
 def test_the_runners_note_what_they_ran_for_the_checks_hints():
-    from course.ladder import ran
-    ran.update(threads=0, returned=0, returned_by=None, launches=[])
-    blk_kernel(lambda b, t, d: b, 2, 3)
-    run_kernel(lambda i: None, 4)
+    from course.ladder import recording
+    with recording() as ran:
+        blk_kernel(lambda b, t, d: b, 2, 3)
+        run_kernel(lambda i: None, 4)
     assert ran["threads"] == 10 and ran["returned"] == 6  # every blk thread returned a value (0 too), none of run_kernel's
     assert ran["launches"] == [("blk_kernel", 2, 3, 6), ("run_kernel", 4, 4)]
 

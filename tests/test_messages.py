@@ -26,6 +26,7 @@ from course.harness.child import Run
 from course.harness.evidence import guard_hint
 from course.harness.exercise import Case
 from course.harness.integrity import judge as judge_integrity
+from course.harness.rungs import CUDA as CUDA_RUNG
 from course.topics.grayscale import CPP_SRC, grey_cases, judge_grey, rgb2grey
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -388,7 +389,7 @@ def test_a_source_without_a_kernel_gets_the_general_memory_hint():
 
 def test_nothing_written_on_a_1x1_image_names_the_0_block_grid():
     # n / threads blocks without C10_CUDA_KERNEL_LAUNCH_CHECK: the launch fails silently, the output keeps 171
-    x = grey_cases("tiny", None, "cuda")[0].args[0]
+    x = grey_cases("tiny", None, CUDA_RUNG)[0].args[0]
     out = torch.full((1, 1), 171, dtype=torch.uint8)
     with pytest.raises(AssertionError) as info:
         judge_grey(out, Case("a 1x1 image", (x,)), "rgb_to_grayscale", unwritten=out == 171)
@@ -397,7 +398,7 @@ def test_nothing_written_on_a_1x1_image_names_the_0_block_grid():
 
 
 def test_chance_171s_in_a_wrong_image_are_not_called_unwritten():
-    x = grey_cases("photo", None, "cuda")[0].args[0]
+    x = grey_cases("photo", None, CUDA_RUNG)[0].args[0]
     r, g, b = x.float()
     out = (0.2989 * r + 0.1140 * g + 0.5870 * b).to(torch.uint8)  # every pixel written, some happen to be 171
     assert bool((out == 171).any())
@@ -407,7 +408,7 @@ def test_chance_171s_in_a_wrong_image_are_not_called_unwritten():
 
 
 def test_two_runs_that_differ_name_both_causes_not_just_a_race():
-    y = rgb2grey(grey_cases("tiny", None, "cuda")[0].args[0])
+    y = rgb2grey(grey_cases("tiny", None, CUDA_RUNG)[0].args[0])
     z = y.clone() + 1
     events = [("cpu", "aten::empty"), ("cpu", "cuda_cpu_launch::k")]
     with pytest.raises(AssertionError) as info:
@@ -441,7 +442,7 @@ MATMUL_MISTAKES = {  # what the kernel computes, in float32 as a kernel would, a
 @pytest.mark.parametrize("mistake", sorted(MATMUL_MISTAKES))
 def test_a_matmul_mistake_is_named_on_every_shape_it_shows_on(case, mistake):
     from course.topics.matmul import bound, judge_matmul, matmul_cases
-    for c in matmul_cases(case, None, "cuda"):
+    for c in matmul_cases(case, None, CUDA_RUNG):
         a, b = c.args
         yours = MATMUL_MISTAKES[mistake](a, b) if a.shape[1] > 1 else a @ b
         if bool(((yours.double() - a.double() @ b.double()).abs() <= bound(a, b)).all()):

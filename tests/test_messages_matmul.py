@@ -11,6 +11,7 @@ import pytest
 
 from course import cuda_begin, has_gpu
 from course.harness.evidence import guard_hint
+from course.harness.rungs import PYTHON as PYTHON_RUNG
 from tests.test_messages import ROOT, Mistake, expect, message_of, run_cell
 
 pytestmark = [pytest.mark.xdist_group("messages"), pytest.mark.timeout(1800)]
@@ -178,7 +179,7 @@ def test_every_students_hidden_sizes_reveal_a_missing_barrier():
     run_cell(ns, PRELUDE["tiled"], "<prelude>")
     run_cell(ns, (EXAMPLES / "matmul" / "bob" / "matmul_tiled_bk.py").read_text(), "<bob>")
     for seed in range(12):
-        shapes = [tuple(x.shape for x in c.args) for c in matmul_cases("random", seed, "python")]
+        shapes = [tuple(x.shape for x in c.args) for c in matmul_cases("random", seed, PYTHON_RUNG)]
         assert any(min(a[0], a[1], b[1]) > 16 for a, b in shapes), shapes
         with pytest.raises(AssertionError, match="elements are wrong"):
             ns["check_matmul_tiled"](ns["matmul_tiled_py"], "random", seed=seed)

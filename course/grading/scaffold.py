@@ -18,9 +18,10 @@ reference, the cases, the comparison and the hints for your own algorithm; the n
 the checks at the end)."""
 import torch
 
-from ..harness.cuda import check_cuda
+from ..harness.cuda import Binding, binding, check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, judges, wrong_elements
 from ..harness.python import check_python
+from ..harness.rungs import CUDA, PYTHON
 
 __all__ = ("$name", "check_$name", "check_${name}_cuda")
 
@@ -46,9 +47,9 @@ def ${name}_cases(case, seed, rung):
     """The named inputs of a check for a rung: Cases of (a, x, y), x and y float32 vectors of one size."""
     if case == "random":
         g = torch.Generator().manual_seed(seed)
-        sizes = [int(v) for v in torch.randint(1, 3000 if rung == "python" else 100_000, (3,), generator=g)]
+        sizes = [int(v) for v in torch.randint(1, 3000 if rung.small else 100_000, (3,), generator=g)]
     else:
-        sizes = SIZES[rung][case]
+        sizes = SIZES[rung.sizes][case]
     out = []
     for n in sizes:
         g = torch.Generator().manual_seed(n * 7919 + (seed or 0))
@@ -83,21 +84,21 @@ $NAME = Exercise(
     name="$name", topic=__name__, cases=${name}_cases, judge=judge_$name, out_dtype=torch.float32,
     case_names={"python": ("tiny", "ragged", "random"), "cuda": ("tiny", "ragged", "large", "random"),
                 "modes": ("memory", "integrity")},
-    out_numel=lambda case: case.args[1].numel(), func="$name", cpp_src=CPP_SRC,
+    out_numel=lambda case: case.args[1].numel(), bindings={"cuda": Binding("$name", CPP_SRC)},
     hints={"memory": HINTS["memory"], "computes": "every element"})
 
 
-@judges("python")
+@judges(PYTHON)
 def check_$name(fn, case="ragged", seed=None):
     """Checks a Python-rung $name function against the reference on one case of inputs."""
     check_python($NAME, fn, case, seed)
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_${name}_cuda(answer, case="ragged", func="$name", seed=None):
     """Checks a compiled $name (your cuda_src, or the module load_cuda built) on one case: an input case, "memory" or "integrity"."""
-    if func != $NAME.func:
-        raise ValueError(f"the $name exercise's function is {$NAME.func}, not {func!r}")
+    if func != binding($NAME).func:
+        raise ValueError(f"the $name exercise's function is {binding($NAME).func}, not {func!r}")
     check_cuda($NAME, answer, case, seed)
 '''
 

@@ -57,10 +57,10 @@ def check_call(source):
 
 
 def the_check(name):
-    """The installed check a test cell names, and what it judges ("python", "cuda", "value"); ValueError if none."""
+    """The installed check a test cell names, and the Answer it judges (harness/rungs.py); ValueError if none."""
     import course
     check = getattr(course, name, None)
-    kind = getattr(check, "answer_kind", None)
+    kind = getattr(check, "answer", None)
     if check is None:
         raise ValueError(f"`{name}` is not a check the course exports")
     if kind is None:
@@ -131,17 +131,14 @@ def answer(ns, what, arg):
             value = ns.get(arg)
             return ("value", value if isinstance(value, str) else ns.get("cuda_src"))
         name, args, order = arg
-        ladder.thread_order.update(order)  # the judge asks for the order a block's threads run in
-        used = dict(ladder.shared_use)
-        ran = python._clear_ran()
-        try:
-            with python.time_limit(python.PYTHON_TIMEOUT), python.prefilled(), \
-                    contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:  # in the order of a block's threads the judge asks for
+            with ladder.recording(order["reversed"]) as ran, python.time_limit(python.PYTHON_TIMEOUT), \
+                    python.prefilled(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 value = ns[name](*args)
         except python._TimedOut as e:
             from course.harness.evidence import timeout_hint
             return ("timeout", timeout_hint(e.__traceback__, ran, python.PYTHON_TIMEOUT))
-        return ("returned", value, args, {key: ladder.shared_use[key] - used[key] for key in used})
+        return ("returned", value, args, {key: ran[key] for key in ("writes", "syncs")})
     except BaseException as e:  # noqa: B902 (the student's code raised: tell the judge what)
         return ("raised", type(e).__name__, str(e))
 
@@ -174,7 +171,7 @@ class Answers:
         def call(*args):
             from course import ladder
             from course.harness.python import _TimedOut
-            reply = worker.ask("call", (name, args, dict(ladder.thread_order)))
+            reply = worker.ask("call", (name, args, {"reversed": ladder.record()["reversed"]}))
             if reply[0] == "raised":
                 raise _raised(reply)
             if reply[0] == "timeout":
@@ -186,7 +183,7 @@ class Answers:
                 if hasattr(mine, "copy_") and hasattr(theirs, "shape") and mine.shape == theirs.shape:
                     mine.copy_(theirs)
             for key, more in used.items():  # what the kernel did with shared memory, for the tiled checks
-                ladder.shared_use[key] += more
+                ladder.record()[key] += more
             return value
         call.__name__ = name
         return call
@@ -208,15 +205,7 @@ def judge_cell(answers, source):
     """Runs a test cell's check here, from the installed package, on the student's answer got through answers."""
     check_name, target, args, kwargs = check_call(source)
     check, kind = the_check(check_name)  # the installed check, never the notebook's
-    if kind == "python":
-        answer_ = answers.function(target)
-    elif kind == "cuda":
-        answer_ = answers.value("cuda_src", target)
-        if not isinstance(answer_, str):
-            raise AssertionError("the notebook holds no cuda_src to check")
-    else:
-        answer_ = answers.value("value", target)
-    check(answer_, *args, **kwargs)
+    check(kind.collect(answers, target), *args, **kwargs)
 
 
 # ---- inside nbgrader: the execute step ------------------------------------------------------------------------
@@ -268,7 +257,7 @@ class TrustedExecute(SafeExecute):
         """The failed cell's outputs: the notebook's own message for a Python check that fails there too, else the judge's."""
         judged = ([NotebookNode(output_type="stream", name="stdout", text=printed)] if printed else []) + [
             _error(type(error).__name__, str(error))]
-        if kind != "python":
+        if kind is None or not kind.kernel_message:
             return judged
         shown = NotebookNode(cell)
         shown.outputs = []
@@ -278,7 +267,7 @@ class TrustedExecute(SafeExecute):
         return shown.outputs if any(o.output_type == "error" for o in shown.outputs) else judged
 
     def _judge(self, cell, index):
-        """(kind, the check's error or None, what it printed): judge_cell in a thread of this process, while this
+        """(the Answer judged, the check's error or None, what it printed): judge_cell in a thread of this process, while this
         thread runs each request in the kernel."""
         requests, replies, done = queue.Queue(), queue.Queue(), {}
 

@@ -6,6 +6,7 @@ that check alone, with what happened and the likely cause. The verdict is comput
 installed package, never in the process that ran the student's module.
 """
 import dataclasses
+from dataclasses import dataclass
 import hashlib
 import json
 import os
@@ -28,16 +29,29 @@ from . import integrity, spare
 from .child import Job
 from .evidence import guard_hint
 from .origin import cuda_facts, with_facts
+from .rungs import CUDA
 from .exercise import (Case, Exercise, at_element, element_of, fill_byte, order_hint, require_case, same, unwritten,
                        with_hint)
 
 TIMEOUT = 60  # seconds for one check's child process: the largest case takes well under 1 s to run
 BUILD_TIMEOUT = 1800  # seconds for building a check's cuda_src: a cold CPU-mode build takes about a minute
 SANITIZER_EXIT = 86  # compute-sanitizer's exit status when it found errors
-MODES = ("memory", "race", "integrity")
+MODES = CUDA.modes
 
 _hung = set()  # compiled modules that hung in this process: later checks fail at once
 _server, _server_lock = None, threading.Lock()  # the warm server every child is forked from
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What the CUDA rung builds and calls for an exercise: the C++ function the module exports, and its declaration."""
+    func: str
+    cpp_src: str  # as the lesson gives it, byte for byte
+
+
+def binding(exercise):
+    """The CUDA Binding an exercise declares."""
+    return exercise.bindings[CUDA.name]
 
 
 class KernelFailed(AssertionError):
@@ -265,12 +279,13 @@ def entry_point(exercise, cuda_src):
     """
     code = re.sub(r"//[^\n]*|/\*.*?\*/", " ", cuda_src, flags=re.S)
     tensor = r"(?:const\s+)?(?:torch|at)::Tensor\s*&?\s*\w*"
-    wanted = exercise.cpp_src.count("Tensor") - 1  # the return type is one
+    func, cpp_src = binding(exercise).func, binding(exercise).cpp_src
+    wanted = cpp_src.count("Tensor") - 1  # the return type is one
     found = re.findall(rf"(?:torch|at)::Tensor\s+(\w+)\s*\(\s*({tensor}(?:\s*,\s*{tensor})*)\s*\)\s*\{{", code)
     names = [name for name, params in found if params.count("Tensor") == wanted]
-    if exercise.func in names or len(names) != 1:
-        return exercise.func, exercise.cpp_src
-    return names[0], re.sub(rf"\b{exercise.func}\b", names[0], exercise.cpp_src)
+    if func in names or len(names) != 1:
+        return func, cpp_src
+    return names[0], re.sub(rf"\b{func}\b", names[0], cpp_src)
 
 
 def _build(cuda_src, cpp_src, func):
@@ -295,7 +310,7 @@ def _build(cuda_src, cpp_src, func):
 
 def compiled(exercise, answer):
     """(file, function) of the module a check judges: cuda_src (a string) built, or the module load_cuda returned, if current."""
-    func = exercise.func
+    func = binding(exercise).func
     if isinstance(answer, str):
         func, cpp_src = entry_point(exercise, answer)
         name = build_name(answer, cpp_src, [func])
@@ -342,7 +357,7 @@ def verdict(job, result):
                                  f"sizes: {text.splitlines()[-1]}.\nHint: {job.memory_hint or exercise.hints['memory']}")
         raise KernelFailed(f"running your function raised an error:\n  {text}\nHint: {crash_hint(text)}.")
     want = "cpu" if cpu else "cuda"
-    own = None if cpu or job.mode != "integrity" else integrity.module_kernels(job.module)
+    own = None if cpu or job.mode != "integrity" else CUDA.own_kernels(job.module)
     for k, (where, args, run) in enumerate(zip(job.wheres, job.inputs, result.runs)):
         if run.input_changed:
             raise AssertionError(f"{func} changed its input for {where}. "
@@ -399,18 +414,18 @@ def _prepare_spares(exercise, mode):
 
 def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
     """Checks the compiled function of an exercise on one case in child processes: an input case, or memory, race, integrity."""
-    names = list(exercise.case_names["cuda"]) + [m for m in MODES if m in exercise.case_names.get("modes", MODES)]
+    names = list(exercise.case_names[CUDA.sizes]) + [m for m in MODES if m in exercise.case_names.get("modes", MODES)]
     require_case(case, names)
     cpu = cpu_mode()
     if not cpu:
-        require_gpu(f"check of {exercise.func} ({case!r})")
+        require_gpu(f"check of {binding(exercise).func} ({case!r})")
     path, func = compiled(exercise, answer)
     source = answer if isinstance(answer, str) else (sources_of(answer) or [None])[0]
     memory_hint = guard_hint(source) if source is not None else exercise.hints["memory"]
     mode = case if case in MODES else "run"
     if not cpu:
         _prepare_spares(exercise, mode)
-    cases = exercise.inputs(exercise.probe if mode != "run" else case, seed, "cuda")
+    cases = exercise.inputs(exercise.probe if mode != "run" else case, seed, CUDA)
     if mode == "race":  # one size with several tiles and warps is enough, and racecheck is slow
         cases = cases[:1]
     nbytes = torch.empty(0, dtype=exercise.out_dtype).element_size()

@@ -19,8 +19,8 @@ class Exercise:
     """What a topic declares for one exercise; the runners do the rest for every topic alike."""
     name: str                                    # e.g. "rgb2grey", for messages
     topic: str                                   # the module that defines it, e.g. "course.topics.grayscale"
-    cases: Callable[[str, Any, str], list]       # (case, seed, rung "python" or "cuda") -> [Case]
-    case_names: dict                             # rung -> the case names it takes
+    cases: Callable[[str, Any, Any], list]       # (case, seed, Rung) -> [Case]
+    case_names: dict                             # a rung's sizes key -> the case names it takes
     judge: Callable[..., None]                   # (yours, case, what, *seen) -> None or AssertionError; seen: unwritten
     out_dtype: torch.dtype = None                # a tensor output's; None where the answer is not a tensor
     out_numel: Callable[[Case], int] = None      # elements of the right output for a case
@@ -28,12 +28,11 @@ class Exercise:
     hints: dict = field(default_factory=dict)    # memory, race, computes: the runners' hints in the topic's words
     raised: Callable[..., None] = None           # (error, case, what): returns where raising is the right answer
     passed: dict = field(default_factory=dict)   # case -> what its pass line adds
-    func: str = None                             # CUDA rung: the C++ function the module exports
-    cpp_src: str = None                          # CUDA rung: its declaration, as the lesson gives it
+    bindings: dict = field(default_factory=dict)  # rung name -> what its runner needs (cuda.Binding)
 
     def inputs(self, case, seed, rung):
-        """The cases of a named input case for a rung, with a clear error for an unknown name or a missing seed."""
-        require_case(case, self.case_names[rung])
+        """The cases of a named input case for a Rung (harness/rungs.py), with a clear error for an unknown name or a missing seed."""
+        require_case(case, self.case_names[rung.sizes])
         if case == "random" and seed is None:
             raise ValueError("the random case needs a seed: check_...(fn, 'random', seed=1234)")
         return self.cases(case, seed, rung)
@@ -124,9 +123,10 @@ def order_hint(exercise):
 
 
 def judges(kind):
-    """Marks a check with what its first argument is, for the judge and `course verify`: "python" (a function), "cuda"
-    (cuda_src or module), "value"; and shows its failure as the student's call and the message, without the course's
-    frames (pytest and IPython skip a frame holding __tracebackhide__; the frames below it are cut)."""
+    """Marks a check with what its first argument is, for the judge and `course verify`: a Rung's answer, or an Answer
+    (harness/rungs.py); and shows its failure as the student's call and the message, without the course's frames
+    (pytest and IPython skip a frame holding __tracebackhide__; the frames below it are cut)."""
+    answer = getattr(kind, "answer", kind)
     def mark(check):
         @functools.wraps(check)
         def checked(*args, **kwargs):
@@ -136,6 +136,6 @@ def judges(kind):
             except AssertionError as verdict:
                 raise verdict.with_traceback(None) from None  # what is wrong with the answer: the message
         checked.__code__ = checked.__code__.replace(co_name=check.__name__, co_qualname=check.__qualname__)  # its frame's name
-        checked.answer_kind = kind
+        checked.answer, checked.answer_kind = answer, answer.name
         return checked
     return mark

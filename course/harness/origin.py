@@ -3,7 +3,7 @@ it, and what that thread's index variables held (the Python rungs, and CUDA in C
 
 owner(element, shape, grid, block)   the (blockIdx, threadIdx) the lessons' index gives an output element, or None
 cuda_facts(job, element, case)       a CUDA check's facts: one more run of the failing input in a child (probe)
-python_facts(yours, element)         a Python rung's: what the runners recorded, and that one thread replayed alone
+python_facts(yours, element, ran)    a Python rung's: what the runners recorded, and that one thread replayed alone
 with_facts(error, lines)             the verdict with the facts put before its hint (or a hint they prove)
 """
 import contextlib
@@ -299,10 +299,10 @@ def _replay(kernel, call, args):
     return seen, writes, error
 
 
-def python_facts(yours, element):
+def python_facts(yours, element, ran):
     """The facts about a Python rung's wrong element: the thread that should write it (by the last launch), whether it
     holds the fill, and that thread replayed alone: its index variables and what it wrote. [] without a launch."""
-    from ..ladder import CheckedTensor, dim3, ran
+    from ..ladder import CheckedTensor, dim3
     launches, kernel, args = ran.get("launches"), ran.get("kernel"), ran.get("args")
     if not launches or kernel is None or args is None or not isinstance(yours, torch.Tensor):
         return []

@@ -8,9 +8,11 @@ import time
 
 import torch
 
+from ..ladder import recording
 from .evidence import python_words, runner_hint, timeout_hint
 from .exercise import element_of, fill_byte, unwritten, with_hint
 from .origin import python_facts, with_facts
+from .rungs import PYTHON
 
 PYTHON_TIMEOUT = 60  # seconds: the slowest right answer takes a few seconds on the largest Python case
 
@@ -61,20 +63,18 @@ def prefilled():
             setattr(owner, name, make)
 
 
-def _clear_ran():
-    from ..ladder import ran
-    ran.update(threads=0, returned=0, returned_by=None, launches=[], kernel=None, args=None)
-    return ran
-
-
 def call_quietly(fn, args, what, where, seconds=None, hang_hint=None):
     """Calls fn(*args) with its printing captured, a time limit and pre-filled outputs; a failure becomes an AssertionError."""
+    return call_recorded(fn, args, what, where, seconds, hang_hint)[0]
+
+
+def call_recorded(fn, args, what, where, seconds=None, hang_hint=None, reversed=False):
+    """call_quietly's (what fn returned, the record of what the runners did in the call: ladder.recording)."""
     seconds = seconds or PYTHON_TIMEOUT
-    ran = _clear_ran()
     try:
-        with time_limit(seconds), prefilled(), contextlib.redirect_stdout(io.StringIO()), \
-                contextlib.redirect_stderr(io.StringIO()):
-            return fn(*args)
+        with recording(reversed) as ran, time_limit(seconds), prefilled(), \
+                contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            return fn(*args), ran
     except _TimedOut as e:
         try:
             why = hang_hint or getattr(e, "hint", None) or timeout_hint(e.__traceback__, ran, seconds)
@@ -89,18 +89,18 @@ def call_quietly(fn, args, what, where, seconds=None, hang_hint=None):
 
 
 def answers(exercise, fn, case, seed=None, hang_hint=None):
-    """Calls fn on every input of a case of an exercise, quiet and time-limited: yields (Case, its answer, milliseconds).
+    """Calls fn on every input of a case of an exercise, quiet and time-limited: yields (Case, answer, milliseconds, record).
 
     An error fn raises is the verdict, unless the exercise's raised(error, case, what) accepts it as the answer.
     """
     if not callable(fn):
         raise TypeError(f"pass your function itself, e.g. check_...({exercise.name}_py), not {fn!r}")
     what = getattr(fn, "__name__", "your function")
-    for c in exercise.inputs(case, seed, "python"):
+    for c in exercise.inputs(case, seed, PYTHON):
         before = [a.clone() if isinstance(a, torch.Tensor) else a for a in c.args]
         start = time.perf_counter()
         try:
-            yours = call_quietly(fn, c.args, what, c.where, hang_hint=hang_hint)
+            yours, ran = call_recorded(fn, c.args, what, c.where, hang_hint=hang_hint)
         except AssertionError as e:
             if exercise.raised is None:
                 raise
@@ -110,7 +110,7 @@ def answers(exercise, fn, case, seed=None, hang_hint=None):
         if any(isinstance(a, torch.Tensor) and not torch.equal(a, b) for a, b in zip(c.args, before)):
             raise AssertionError(f"{what} changed its input for {c.where}. "
                                  "Hint: write only into the output tensor.")
-        yield c, yours, ms
+        yield c, yours, ms, ran
 
 
 def print_passed(exercise, what, case):
@@ -119,11 +119,11 @@ def print_passed(exercise, what, case):
 
 
 def check_python(exercise, fn, case, seed=None, hang_hint=None):
-    """Runs a Python-rung function on every input of a case and judges each answer; raises AssertionError on the first wrong one."""
-    what = getattr(fn, "__name__", "your function")
-    for c, yours, _ in answers(exercise, fn, case, seed, hang_hint):
+    """Judges a Python-rung function on every input of a case: AssertionError at the first wrong answer, else the records."""
+    what, records = getattr(fn, "__name__", "your function"), []
+    for c, yours, _, ran in answers(exercise, fn, case, seed, hang_hint):
+        records.append(ran)
         never = unwritten(yours)
-        from ..ladder import ran
         try:  # the hints speak the lesson's names, the student's own where the source shows them
             words = {"lang": "python", **python_words(ran.get("kernel") or fn)}
         except Exception:  # reading the evidence must never hide the verdict
@@ -138,8 +138,9 @@ def check_python(exercise, fn, case, seed=None, hang_hint=None):
             e = with_hint(e, seen) if seen else e
             if element_of(e) is not None:
                 try:
-                    e = with_facts(e, python_facts(yours, e.element))
+                    e = with_facts(e, python_facts(yours, e.element, ran))
                 except Exception:  # reading the evidence must never hide the verdict
                     pass
             raise e from None
     print_passed(exercise, what, case)
+    return records

@@ -8,6 +8,7 @@ import re
 
 from ..device import cpu_mode
 from ..harness.exercise import judges
+from ..harness.rungs import VALUE
 from ..processes import run_in_child
 from .grayscale import CPP_SRC, CUDA_SRC
 
@@ -41,7 +42,7 @@ def _launch_lines(script):
             if LAUNCH.search(line.split("#")[0]) and not re.search(r"\b(def|load_cuda)\b", line)]
 
 
-@judges("value")
+@judges(VALUE)
 def check_launch_blocking(script):
     """Runs your script in two fresh processes, CUDA_LAUNCH_BLOCKING=0 and =1, with far_src and cpp_src defined: the far overrun must raise, at the launch with 1 and at a later line with 0."""
     if not isinstance(script, str):

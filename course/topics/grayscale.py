@@ -4,9 +4,10 @@ import itertools
 import torch
 
 from ..cuda import cuda_begin
-from ..harness.cuda import check_cuda
+from ..harness.cuda import Binding, binding, check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, first, judges, wrong_elements
 from ..harness.python import check_python
+from ..harness.rungs import CUDA, PYTHON
 from ..images import photo, small_photo
 
 __all__ = ("rgb2grey", "check_rgb2grey", "check_rgb2grey_cuda")
@@ -68,17 +69,16 @@ def _random_sizes(seed, count, largest):
 
 def grey_cases(case, seed, rung):
     """The named inputs of a grayscale check for a rung: Cases of one (3, H, W) uint8 image each."""
-    python = rung == "python"
     if case == "photo":
-        img = small_photo() if python else photo()
+        img = small_photo() if rung.small else photo()
         return [Case(f"the photo ({img.shape[1]}x{img.shape[2]})", (img,))]
     if case == "random":
-        sizes = _random_sizes(seed, 3, 200) if python else _random_sizes(seed, 4, 700)
+        sizes = _random_sizes(seed, 3, 200) if rung.small else _random_sizes(seed, 4, 700)
     else:
         sizes = {
             "tiny": [(1, 1)],
             "ragged": [(7, 37), (1, 257), (33, 31)],  # h*w = 259, 257, 1023: not multiples of a block
-            "tall_wide": [(40, 1), (1, 40)] if python else [(1000, 1), (1, 1000), (3, 3001)],
+            "tall_wide": [(40, 1), (1, 40)] if rung.small else [(1000, 1), (1, 1000), (3, 3001)],
             "large": [(2000, 3000)],
         }[case]
     return [Case(f"a {h}x{w} image", (random_image(h, w, seed=h * 10007 + w + (seed or 0)),)) for h, w in sizes]
@@ -336,21 +336,21 @@ RGB2GREY = Exercise(
     name="rgb2grey", topic=__name__, cases=grey_cases, judge=judge_grey, out_dtype=torch.uint8,
     case_names={"python": ("tiny", "ragged", "tall_wide", "photo", "random"),
                 "cuda": ("tiny", "ragged", "tall_wide", "photo", "large", "random"), "modes": ("memory", "integrity")},
-    out_numel=lambda case: case.args[0][0].numel(), func="rgb_to_grayscale", cpp_src=CPP_SRC,
+    out_numel=lambda case: case.args[0][0].numel(), bindings={"cuda": Binding("rgb_to_grayscale", CPP_SRC)},
     hints={"memory": "a thread past the last pixel must do nothing: guard the body with `if (i < n)`, "
                      "and index only 0 <= i < n (x up to 3*n - 1).",
            "computes": "every pixel"})
 
 
-@judges("python")
+@judges(PYTHON)
 def check_rgb2grey(fn, case="photo", seed=None):
     """Checks a Python-rung grayscale function against the reference on one case of inputs."""
     check_python(RGB2GREY, fn, case, seed)
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_rgb2grey_cuda(answer, case="photo", func="rgb_to_grayscale", seed=None):
     """Checks a compiled rgb_to_grayscale (your cuda_src, or the module load_cuda built) on one case: an input case, "memory" or "integrity"."""
-    if func != RGB2GREY.func:
-        raise ValueError(f"the grayscale exercise's function is {RGB2GREY.func}, not {func!r}")
+    if func != binding(RGB2GREY).func:
+        raise ValueError(f"the grayscale exercise's function is {binding(RGB2GREY).func}, not {func!r}")
     check_cuda(RGB2GREY, answer, case, seed)

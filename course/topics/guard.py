@@ -5,6 +5,7 @@ import torch
 
 from ..harness.exercise import Case, Exercise, judges
 from ..harness.python import check_python
+from ..harness.rungs import PYTHON
 from .grayscale import judge_grey, random_image
 
 __all__ = ("check_guard_left_out",)
@@ -65,7 +66,7 @@ GUARD_LEFT_OUT = Exercise(
     raised=raised_past_the_end, passed={"ragged": " (IndexError past the end, as it must)"})
 
 
-@judges("python")
+@judges(PYTHON)
 def check_guard_left_out(fn, case="ragged"):
     """Checks a grayscale launcher whose kernel has no guard: right where every block is full ("whole_blocks"), IndexError past the end ("ragged")."""
     check_python(GUARD_LEFT_OUT, fn, case)

@@ -5,10 +5,11 @@ from functools import partial
 import torch
 
 from ..device import cpu_mode
-from ..harness.cuda import check_cuda
+from ..harness.cuda import Binding, check_cuda
 from ..harness.exercise import (Case, Exercise, expect_tensor, first, judges, order_hint, with_hint,
                                 wrong_elements)
 from ..harness.python import check_python
+from ..harness.rungs import CUDA, PYTHON
 
 __all__ = ("weights", "check_matmul", "check_matmul_cuda", "check_matmul_tiled", "check_matmul_tiled_cuda")
 
@@ -63,11 +64,11 @@ def matmul_cases(case, seed, rung):
         x, _ = digits(5)
         return [Case("the digits: a (5, 784) batch of digits times the (784, 10) weights", (x, weights()))]
     if case == "random":
-        shapes = _random_shapes(seed, HIDDEN[rung])
+        shapes = _random_shapes(seed, HIDDEN[rung.sizes])
     elif case == "large" and cpu_mode():
         shapes = CPU_LARGE
     else:
-        shapes = SHAPES[rung][case]
+        shapes = SHAPES[rung.sizes][case]
     return [Case(f"a ({m}, {k}) @ ({k}, {n}) product", _random(m, k, n, seed=m * 10007 + k * 101 + n + (seed or 0)))
             for m, k, n in shapes]
 
@@ -276,31 +277,31 @@ RACE_HINT = ("every thread must have written its part of the tile before any thr
 MATMUL = Exercise(
     name="matmul", topic=__name__, cases=matmul_cases, judge=judge_matmul, out_dtype=torch.float32,
     case_names={**CASE_NAMES, "modes": ("memory", "integrity")},
-    out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1], func="matmul", cpp_src=CPP_SRC,
+    out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1],
+    bindings={"cuda": Binding("matmul", CPP_SRC)},
     hints={"memory": MEMORY_HINT, "computes": "every element of the product"})
 MATMUL_TILED = Exercise(
     name="matmul_tiled", topic=__name__, cases=matmul_cases, judge=partial(judge_matmul, tiled=True), out_dtype=torch.float32,
     case_names={**CASE_NAMES, "modes": ("memory", "race", "integrity")},
-    out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1], func="matmul_static", cpp_src=TILED_CPP_SRC,
+    out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1],
+    bindings={"cuda": Binding("matmul_static", TILED_CPP_SRC)},
     hints={"memory": MEMORY_HINT, "race": RACE_HINT, "computes": "every element of the product, tile by tile"})
 
 
-@judges("python")
+@judges(PYTHON)
 def check_matmul(fn, case="digits", seed=None):
     """Checks a Python-rung matmul(a, b) against the exact product on one case of inputs."""
     check_python(MATMUL, fn, case, seed)
 
 
-@judges("python")
+@judges(PYTHON)
 def check_matmul_tiled(fn, case="digits", seed=None):
     """Checks a tiled Python matmul: right on the case, and computed through blk_kernel2d_shar's shared memory."""
-    from .. import ladder
-    before = dict(ladder.shared_use)
     try:
-        check_python(MATMUL, fn, case, seed)
+        ran = check_python(MATMUL, fn, case, seed)
     except AssertionError as e:
         raise (with_hint(e, order_hint(MATMUL_TILED)) if _order_matters(fn, case, seed) else e) from None
-    if ladder.shared_use["writes"] == before["writes"] or ladder.shared_use["syncs"] == before["syncs"]:
+    if not sum(r["writes"] for r in ran) or not sum(r["syncs"] for r in ran):
         raise AssertionError(
             f"{getattr(fn, '__name__', 'your function')} gave the right answers without filling shared memory "
             "and calling syncthreads(). Hint: the exercise is the tiled kernel: launch it with "
@@ -309,31 +310,25 @@ def check_matmul_tiled(fn, case="digits", seed=None):
 
 def _order_matters(fn, case, seed):
     """Whether a failed tiled check's answer changes with the order a block's threads run in."""
-    from ..harness.python import call_quietly
-    from ..ladder import thread_order
-    for c in MATMUL.inputs(case, seed, "python"):
+    from ..harness.python import call_recorded
+    for c in MATMUL.inputs(case, seed, PYTHON):
         try:
-            runs = []
-            for reverse in (False, True):
-                thread_order["reversed"] = reverse
-                runs.append(call_quietly(fn, c.args, "", c.where))
+            runs = [call_recorded(fn, c.args, "", c.where, reversed=reverse)[0] for reverse in (False, True)]
         except AssertionError:
             continue
-        finally:
-            thread_order["reversed"] = False
         if all(isinstance(r, torch.Tensor) for r in runs) and runs[0].shape == runs[1].shape \
                 and not torch.equal(runs[0].nan_to_num(), runs[1].nan_to_num()):
             return True
     return False
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_matmul_cuda(answer, case="digits", seed=None):
     """Checks a compiled matmul (your cuda_src, or the module load_cuda built) on one case: an input case, "memory" or "integrity"."""
     check_cuda(MATMUL, answer, case, seed)
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_matmul_tiled_cuda(answer, case="digits", seed=None):
     """Checks a compiled tiled matmul on one case: an input case, "memory", "race" or "integrity" (which also asks for shared memory)."""
     check_cuda(MATMUL_TILED, answer, case, seed, needs_shared=True)

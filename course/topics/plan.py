@@ -8,6 +8,7 @@ import torch
 
 from ..harness.exercise import expect_tensor, first, judges, require_case, unwritten, wrong_elements
 from ..harness.python import call_quietly
+from ..harness.rungs import PYTHON
 
 __all__ = ("check_plan_l0",)
 
@@ -61,7 +62,7 @@ def judge_examples(examples, what):
                                  f"{ATOL:g}).\nHint: run both on that example and print the element's inputs.", bad)
 
 
-@judges("python")
+@judges(PYTHON)
 def check_plan_l0(fn, case="examples"):
     """Runs fn() (your my_examples) and checks that your L0 agrees with your reference on every example."""
     require_case(case, ("examples",))

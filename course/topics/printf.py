@@ -12,6 +12,7 @@ import torch
 
 from ..harness.cuda import compiled
 from ..harness.exercise import Case, judges, require_case
+from ..harness.rungs import CUDA
 from ..images import photo
 from ..processes import run_in_child
 from .grayscale import RGB2GREY, grey_range, rgb2grey_exact
@@ -94,7 +95,7 @@ def judge_lines(lines, img, where):
                              f"(r={r}, g={g}, b={b}).\n  it printed:\n{shown}\nHint: {why}.")
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_printf_cuda(answer, case="photo"):
     """Runs your compiled rgb_to_grayscale in a fresh process on one case ("photo", "small") and judges the lines its kernel printed."""
     require_case(case, ("photo", "small"))

@@ -9,9 +9,10 @@ one rounding), double arithmetic (a constant without its `f`), the products adde
 """
 import torch
 
-from ..harness.cuda import check_cuda
+from ..harness.cuda import Binding, check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, first, judges, wrong_elements
 from ..harness.python import check_python
+from ..harness.rungs import CUDA, PYTHON
 from ..images import photo, small_photo
 from .grayscale import CPP_SRC, judge_grey, random_image, rgb2grey, rgb2grey_exact
 
@@ -143,11 +144,11 @@ def identical_cases(case, seed, rung):
     if case == "edges":
         return [Case("the 317 rounding-edge colours (a 1x317 image)", (rounding_edges(),))]
     if case == "photo":
-        img = small_photo() if rung == "python" else photo()
+        img = small_photo() if rung.small else photo()
         return [Case(f"the photo ({img.shape[1]}x{img.shape[2]})", (img,))]
     if case == "random":
         g = torch.Generator().manual_seed(seed)
-        largest = 60 if rung == "python" else 1100
+        largest = 60 if rung.small else 1100
         sizes = [tuple(int(v) for v in torch.randint(1, largest + 1, (2,), generator=g)) for _ in range(3)]
     else:
         sizes = {"tiny": [(1, 1)], "ragged": [(7, 37), (1, 257), (33, 31)], "large": [(2000, 3000)]}[case]
@@ -194,19 +195,19 @@ CASE_NAMES = {"python": ("edges", "photo", "ragged", "random"),
               "cuda": ("tiny", "ragged", "edges", "photo", "large", "random"), "modes": ("memory", "integrity")}
 GREY_IDENTICAL = Exercise(
     name="rgb2grey_identical", topic=__name__, cases=identical_cases, judge=judge_identical, out_dtype=torch.uint8,
-    case_names=CASE_NAMES, out_numel=lambda case: case.args[0][0].numel(), func="rgb_to_grayscale", cpp_src=CPP_SRC,
+    case_names=CASE_NAMES, out_numel=lambda case: case.args[0][0].numel(), bindings={"cuda": Binding("rgb_to_grayscale", CPP_SRC)},
     hints={"memory": "a thread past the last pixel must do nothing: guard the body with `if (i < n)`, and index only "
                      "0 <= i < n (x up to 3*n - 1).",
            "computes": "every pixel"})
 
 
-@judges("python")
+@judges(PYTHON)
 def check_grey_identical(fn, case="edges", seed=None):
     """Checks that a Python-rung grayscale function gives exactly the float32 reference's bytes on one case."""
     check_python(GREY_IDENTICAL, fn, case, seed)
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_grey_identical_cuda(answer, case="edges", seed=None):
     """Checks that a compiled rgb_to_grayscale gives exactly the float32 reference's bytes on one case, "memory" or "integrity"."""
     check_cuda(GREY_IDENTICAL, answer, case, seed)

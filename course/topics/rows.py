@@ -5,9 +5,10 @@ exact one (w values in a row). A max is a choice, not arithmetic: it must be exa
 """
 import torch
 
-from ..harness.cuda import check_cuda
+from ..harness.cuda import Binding, check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, judges, wrong_elements
 from ..harness.python import check_python
+from ..harness.rungs import CUDA, PYTHON
 
 __all__ = ("check_row_sum", "check_row_max", "check_row_sum_cuda", "check_row_max_cuda")
 
@@ -39,7 +40,7 @@ def row_cases(case, seed, rung):
         return [c for part in GROUPS[case] for c in row_cases(part, seed, rung)]
     if case == "random":
         g = torch.Generator().manual_seed(seed)
-        hi, wi = (24, 40) if rung == "python" else (700, 900)
+        hi, wi = (24, 40) if rung.small else (700, 900)
         shapes = [(int(torch.randint(1, hi + 1, (1,), generator=g)), int(torch.randint(1, wi + 1, (1,), generator=g)))
                   for _ in range(3)]
         return [Case(f"a {h}x{w} matrix", (_matrix(h, w, seed=h * 7919 + w + seed, sign=k % 2 * -1),))
@@ -47,7 +48,7 @@ def row_cases(case, seed, rung):
     sign = -1 if case == "negative" else 0
     words = " of negative values" if sign else ""
     return [Case(f"a {h}x{w} matrix{words}", (_matrix(h, w, seed=h * 7919 + w, sign=sign),))
-            for h, w in SHAPES[rung][case]]
+            for h, w in SHAPES[rung.sizes][case]]
 
 
 def _advice(op):
@@ -172,32 +173,34 @@ CASE_NAMES = {"python": ("shapes", "ragged", "negative", "long_rows", "no_rows",
 MEMORY_HINT = ("a thread past the last row must do nothing: guard with `if (i < h)`, and read only row i's values, "
                "x[i*w] to x[i*w + w - 1].")
 ROW_SUM = Exercise(name="row_sum", topic=__name__, cases=row_cases, judge=judge_row_sum, out_dtype=torch.float32,
-                   case_names=CASE_NAMES, out_numel=lambda case: case.args[0].shape[0], func="row_sum",
-                   cpp_src=SUM_CPP_SRC, hints={"memory": MEMORY_HINT, "computes": "every row's sum"})
+                   case_names=CASE_NAMES, out_numel=lambda case: case.args[0].shape[0],
+                   bindings={"cuda": Binding("row_sum", SUM_CPP_SRC)},
+                   hints={"memory": MEMORY_HINT, "computes": "every row's sum"})
 ROW_MAX = Exercise(name="row_max", topic=__name__, cases=row_cases, judge=judge_row_max, out_dtype=torch.float32,
-                   case_names=CASE_NAMES, out_numel=lambda case: case.args[0].shape[0], func="row_max",
-                   cpp_src=MAX_CPP_SRC, hints={"memory": MEMORY_HINT, "computes": "every row's max"})
+                   case_names=CASE_NAMES, out_numel=lambda case: case.args[0].shape[0],
+                   bindings={"cuda": Binding("row_max", MAX_CPP_SRC)},
+                   hints={"memory": MEMORY_HINT, "computes": "every row's max"})
 
 
-@judges("python")
+@judges(PYTHON)
 def check_row_sum(fn, case="shapes", seed=None):
     """Checks a Python-rung per-row sum (a function of one (h, w) float32 matrix) on one case."""
     check_python(ROW_SUM, fn, case, seed)
 
 
-@judges("python")
+@judges(PYTHON)
 def check_row_max(fn, case="shapes", seed=None):
     """Checks a Python-rung per-row max (a function of one (h, w) float32 matrix) on one case."""
     check_python(ROW_MAX, fn, case, seed)
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_row_sum_cuda(answer, case="ragged", seed=None):
     """Checks a compiled row_sum (your source, or the module load_cuda built) on one case, "memory" or "integrity"."""
     check_cuda(ROW_SUM, answer, case, seed)
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_row_max_cuda(answer, case="ragged", seed=None):
     """Checks a compiled row_max (your source, or the module load_cuda built) on one case, "memory" or "integrity"."""
     check_cuda(ROW_MAX, answer, case, seed)

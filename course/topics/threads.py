@@ -1,8 +1,9 @@
 """Grayscale with the threads per block as a parameter (drills/04): every block size of the sweep must give the right pixels."""
 import torch
 
-from ..harness.cuda import check_cuda
+from ..harness.cuda import Binding, check_cuda
 from ..harness.exercise import Case, Exercise, judges
+from ..harness.rungs import CUDA
 from ..images import photo
 from .grayscale import judge_grey, random_image
 
@@ -33,13 +34,13 @@ def threads_cases(case, seed, rung):
 GREY_THREADS = Exercise(
     name="rgb2grey_threads", topic=__name__, cases=threads_cases, judge=judge_grey, out_dtype=torch.uint8,
     case_names={"cuda": ("tiny", "ragged", "photo", "random"), "modes": ("memory", "integrity")},
-    out_numel=lambda case: case.args[0][0].numel(), func="rgb_to_grayscale", cpp_src=CPP_SRC,
+    out_numel=lambda case: case.args[0][0].numel(), bindings={"cuda": Binding("rgb_to_grayscale", CPP_SRC)},
     hints={"memory": "a thread past the last pixel must do nothing, whatever the block size: guard the body with "
                      "`if (i < n)`, and compute i from blockDim.x (not from a fixed 256).",
            "computes": "every pixel"})
 
 
-@judges("cuda")
+@judges(CUDA)
 def check_grey_threads_cuda(answer, case="ragged", seed=None):
     """Checks a compiled rgb_to_grayscale(input, threads) at every block size of the sweep, 32 to 1024, on one case."""
     check_cuda(GREY_THREADS, answer, case, seed)

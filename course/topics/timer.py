@@ -9,6 +9,7 @@ import torch
 from ..device import synchronize
 from ..harness.exercise import Case, Exercise, judges
 from ..harness.python import answers, print_passed
+from ..harness.rungs import PYTHON
 from ..timing import AsyncWork, SlowFirstCall
 
 __all__ = ("check_timer",)
@@ -75,11 +76,11 @@ TIMER = Exercise(name="timer", topic=__name__, cases=timer_cases, case_names={"p
                  judge=judge_timer)
 
 
-@judges("python")
+@judges(PYTHON)
 def check_timer(fn, case="waits"):
     """Checks a timer fn(work) -> milliseconds: "waits" (work that runs like a launch) or "warmup" (a slow first call)."""
     what = getattr(fn, "__name__", "your timer")
-    for c, yours, wall_ms in answers(TIMER, fn, case):
+    for c, yours, wall_ms, _ in answers(TIMER, fn, case):
         work = c.args[0]
         left_running = isinstance(work, AsyncWork) and work.pending()
         synchronize()  # what the timer left running is not the next case's, nor the notebook's
