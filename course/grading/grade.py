@@ -30,6 +30,7 @@ from .seeds import ensure_secret
 from .verify import disagreement_line
 from .warmstub import command
 
+STOP_GRACE = 3  # seconds a worker that ended without a grade waits to learn whether grading was interrupted
 STUDENT_TIMEOUT = 3 * 3600  # seconds for one student's grading, all notebooks and the re-run together
 
 
@@ -309,6 +310,8 @@ def _pool(plan, tmp, workers, gpus, make_env, threads, extra_env, verify, timeou
             else:
                 result = {"ok": False, "reason": f"the grading process stopped (exit code {code}); see {log}"}
             result["seconds"] = seconds
+            if not result.get("ok"):  # a cancelled job or Ctrl-C stops the worker too: the main thread hears of it
+                _stopping.wait(STOP_GRACE)  # a moment later (its signal handler), and then this is no failure
             if _stopping.is_set():  # interrupted: not graded, not failed; the next run grades this student
                 return
             with lock:  # the course's gradebook: one writer, one student at a time
