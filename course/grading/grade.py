@@ -307,11 +307,10 @@ def _pool(plan, tmp, workers, gpus, make_env, threads, extra_env, verify, timeou
                 result = {"ok": False, "reason": f"grading took longer than {timeout} s and was stopped"}
             elif result_path.exists():
                 result = json.loads(result_path.read_text())
-            else:
+            else:  # a cancelled job or Ctrl-C stops the worker too: the main thread hears of it a moment later
+                _stopping.wait(STOP_GRACE)  # (its signal handler), and then this is no failure
                 result = {"ok": False, "reason": f"the grading process stopped (exit code {code}); see {log}"}
             result["seconds"] = seconds
-            if not result.get("ok"):  # a cancelled job or Ctrl-C stops the worker too: the main thread hears of it
-                _stopping.wait(STOP_GRACE)  # a moment later (its signal handler), and then this is no failure
             if _stopping.is_set():  # interrupted: not graded, not failed; the next run grades this student
                 return
             with lock:  # the course's gradebook: one writer, one student at a time

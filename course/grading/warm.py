@@ -26,7 +26,6 @@ from .warmstub import SOCKET_ENV, command
 PRELOAD = ("torch", "numpy", "course", "course.device", "course.ladder", "course.cuda", "course.harness.cuda",
            "course.harness.python", "course.harness.forkserver", "ipykernel.kernelapp", "ipykernel.ipkernel", "IPython",
            "nbgrader.apps.autogradeapp", "course.grading.worker", "course.grading.trusted", *topic_modules())
-PROFILER = ("torch._dynamo",)  # what torch.profiler's first use imports on a GPU (the integrity checks)
 KERNEL = "ipykernel_launcher"
 
 
@@ -118,7 +117,8 @@ def serve(path, profiler=False):
     """The warm process: imports what the processes it forks need, then forks one per stub that connects to path."""
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")  # as ipykernel would set it
     import importlib
-    for name in PRELOAD + (PROFILER if profiler else ()):
+    from course.harness.cuda import PROFILER_IMPORTS  # in PRELOAD too; on a GPU, once here, not per check server
+    for name in PRELOAD + (PROFILER_IMPORTS if profiler else ()):
         try:
             importlib.import_module(name)
         except Exception:  # noqa: B902 (a module missing here is imported by the forked process as usual)

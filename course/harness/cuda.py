@@ -35,6 +35,7 @@ from .exercise import (Case, Exercise, at_element, element_of, fill_byte, order_
 
 TIMEOUT = 60  # seconds for one check's child process: the largest case takes well under 1 s to run
 BUILD_TIMEOUT = 1800  # seconds for building a check's cuda_src: a cold CPU-mode build takes about a minute
+PROFILER_IMPORTS = ("torch._dynamo",)  # what torch.profiler's first use on a GPU imports (2.5 s): once, in the server
 SANITIZER_EXIT = 86  # compute-sanitizer's exit status when it found errors
 MODES = CUDA.modes
 
@@ -202,8 +203,7 @@ def run_and_judge(job, timeout=None):
                 raise KernelFailed(f"the {job.mode} check needs compute-sanitizer from the CUDA toolkit, and it is "
                                    "not on PATH or in $CUDA_HOME/bin here; this is the grader's set-up, not your "
                                    "code: tell your instructor.")
-        # torch.profiler's first use on a GPU imports torch._dynamo (2.5 s): the server imports it once instead
-        profiled = ("torch._dynamo",) if job.mode == "integrity" and not job.cpu else ()
+        profiled = PROFILER_IMPORTS if job.mode == "integrity" and not job.cpu else ()
         code = in_child("run", [job_path, result], log, timeout * (3 if sanitized else 1), *under, profiled)
         if code is None:
             _hung.add(job.module)
