@@ -1,6 +1,6 @@
-"""What runs in a check's child process: the student's compiled module on each input, with what it returned and ran.
+"""What runs in a check's child process: the student's module on each input, with what it returned and ran.
 
-The child only runs and reports; the check that started it judges (course/harness/cuda.py). It is forked
+The child only runs and reports; the check that started it judges (course/harness/cuda.py, triton.py). It is forked
 from a warm process (forkserver.py) or, under compute-sanitizer, started as `python -m course.harness.child`.
 """
 import json
@@ -29,6 +29,8 @@ class Job:
     memory_hint: str = None      # what to say when the memory check finds an access outside a tensor
     timing: tuple = None         # mode "time": (warm-up calls, timed calls) for course.timing.cuda_time
     element: int = None          # mode "origin": the wrong output element whose origin harness/origin.py looks for
+    loader: str = None           # "module:function" giving (job) -> the function to call; None: import the compiled module
+    verdict: str = "course.harness.cuda:verdict"  # "module:function" that judges (job, Result), in child.judge
 
 
 @dataclass
@@ -82,12 +84,23 @@ def preload():
         importlib.import_module(f"course.topics.{module.name}")
 
 
+def _launcher_own(event):
+    """Whether a profiled operation ran inside a launch's range (the launcher's own work: Triton's interpreter copies)."""
+    from course.harness.integrity import LAUNCHES
+    parent = event.cpu_parent
+    while parent is not None:
+        if parent.name.startswith(LAUNCHES):
+            return True
+        parent = parent.cpu_parent
+    return False
+
+
 def _profiled(fn, args, cpu):
     """Calls fn under PyTorch's profiler: its result and the (kind, name) of the operations and kernels it ran."""
     if cpu:  # the autograd profiler sees the same operations, without torch.profiler's import of torch._inductor (2 s)
         with torch.autograd.profiler.profile() as prof:
             y = fn(*args)
-        return y, [("cpu", e.name) for e in prof.function_events]
+        return y, [("cpu", e.name) for e in prof.function_events if not _launcher_own(e)]
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         y = fn(*args)
@@ -111,7 +124,8 @@ def run(job_path, result_path):
     result = Result()
     try:
         from course.toolchain.load import import_compiled
-        fn = getattr(import_compiled(job.module), job.func)
+        from course.harness.rungs import imported
+        fn = imported(job.loader)(job) if job.loader else getattr(import_compiled(job.module), job.func)
         memory = None
         if job.cpu:  # from here on, CPU tensors behave like GPU memory (course/harness/memory.cpp)
             memory = import_compiled(job.memory_module)
@@ -168,10 +182,10 @@ def origin(job_path, result_path):
 
 def judge(job_path, result_path, verdict_path):
     """The judge's work, in a process that never loaded the student's module: the verdict on a run, as JSON."""
-    from course.harness.cuda import verdict
+    from course.harness.rungs import imported
     job = torch.load(job_path, weights_only=False)
     try:
-        verdict(job, torch.load(result_path, weights_only=False))
+        imported(job.verdict)(job, torch.load(result_path, weights_only=False))
         outcome = {"passed": True}
     except AssertionError as e:
         outcome = {"passed": False, "message": str(e), "element": getattr(e, "element", None),

@@ -236,7 +236,9 @@ def _crashed(returncode, output, sanitized=False):
     tail = "\n".join(output.strip().splitlines()[-12:])
     corrupted = HEAP_CORRUPTED.search(tail)
     hint = crash_hint(f"{what}: {corrupted.group(0)}" if corrupted else what)
-    return KernelFailed(f"the process running your function {what}.\n{tail}\nHint: {hint}.")
+    failed = KernelFailed(f"the process running your function {what}.\n{tail}\nHint: {hint}.")
+    failed.output = output  # all of it: a rung may look for more than the tail (triton.py: the faulting line)
+    return failed
 
 
 def _sanitizer_verdict(mode, returncode, output):
@@ -347,8 +349,9 @@ def _same_outputs(a, b):
     return all(same(x, y) for x, y in pairs if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor))
 
 
-def verdict(job, result):
-    """Judges a child's Result against the job's exercise; raises AssertionError saying what is wrong (run by child.judge)."""
+def verdict(job, result, rung=CUDA, words=integrity.CUDA_WORDS):
+    """Judges a child's Result against the job's exercise; raises AssertionError saying what is wrong (run by child.judge).
+    rung and words: whose integrity rule, and how its messages say launch, create and allocate."""
     exercise, func, cpu = _exercise(job.exercise), job.func, job.cpu
     if result.error:
         text = result.error
@@ -357,7 +360,7 @@ def verdict(job, result):
                                  f"sizes: {text.splitlines()[-1]}.\nHint: {job.memory_hint or exercise.hints['memory']}")
         raise KernelFailed(f"running your function raised an error:\n  {text}\nHint: {crash_hint(text)}.")
     want = "cpu" if cpu else "cuda"
-    own = None if cpu or job.mode != "integrity" else CUDA.own_kernels(job.module)
+    own = None if cpu or job.mode != "integrity" else rung.own_kernels(job.module)
     for k, (where, args, run) in enumerate(zip(job.wheres, job.inputs, result.runs)):
         if run.input_changed:
             raise AssertionError(f"{func} changed its input for {where}. "
@@ -365,11 +368,12 @@ def verdict(job, result):
         if run.device is not None:  # it returned tensors: one, or several in a tuple
             if any(not d.startswith(want) for d in run.device.split(",")):
                 raise AssertionError(f"{func} returned a tensor on {run.device} for {where}; "
-                                     f"expected it on {want}. Hint: allocate it with input.options().")
+                                     f"expected it on {want}. Hint: {words.get('allocate', 'allocate it with input.options()')}.")
             if not run.contiguous:
                 raise AssertionError(f"{func} returned a non-contiguous tensor for {where}.")
         if job.mode == "integrity":
-            integrity.judge(func, where, run, own, job.needs_shared, exercise.hints.get("computes", "every output element"))
+            integrity.judge(func, where, run, own, job.needs_shared, exercise.hints.get("computes", "every output element"),
+                            words)
         if job.mode == "race" and not _same_outputs(run.value, run.again):
             raise AssertionError(f"{func}: the race check {RACE_SEEN} for {where}, the "
                                  "threads of each block running in another order each time.\n"

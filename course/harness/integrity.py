@@ -17,6 +17,10 @@ ALLOWED_OPS = frozenset("aten::" + op for op in (
 # fills and copies compute nothing; nor do the runtime's copies and sets (cudaMemcpy, cudaMemcpyToSymbol, cudaMemset)
 _ALLOWED_FOREIGN = re.compile(r"at::native::.*(Fill|fill|copy|Copy)|^Mem(cpy|set)\b")
 CPU_LAUNCH, CPU_SHARED = "cuda_cpu_launch::", "cuda_cpu_shared::"
+TRITON_LAUNCH = "triton_launch::"  # the profiler range around each launch of a student's @triton.jit kernel
+LAUNCHES = (CPU_LAUNCH, TRITON_LAUNCH)  # ranges named after the student's kernel: a launch of their own
+# How the integrity verdicts tell a student to launch and allocate, in a rung's words.
+CUDA_WORDS = {"launch": "launch it with kernel<<<blocks, threads>>>(...)", "create": "torch::empty"}
 
 
 def base_name(kernel):
@@ -54,7 +58,7 @@ def module_kernels(path):
 def kernels(events, own_names):
     """(own, foreign) kernel names launched in events; own ones come from the student's module (CPU mode: all)."""
     launched = [name for kind, name in events if kind == "cuda"]
-    cpu = [name[len(CPU_LAUNCH):] for kind, name in events if name.startswith(CPU_LAUNCH)]
+    cpu = [name.split("::", 1)[1] for kind, name in events if kind == "cpu" and name.startswith(LAUNCHES)]
     if own_names is None:  # nm could not read the module: fall back to PyTorch's and libraries' names
         own = [k for k in launched if not re.search(r"at::|at_cuda_detail|cub::|cublas|cudnn|cutlass|nvjet|sm90_", k)]
     else:
@@ -74,20 +78,21 @@ def torch_ops(events):
                    if kind == "cpu" and name.startswith("aten::") and name not in ALLOWED_OPS})
 
 
-def judge(func, where, run, own_names, needs_shared=False, what_computes="every output element"):
-    """Raises AssertionError unless the profiled run computed with a kernel of the student's own, and gave the same answer twice."""
+def judge(func, where, run, own_names, needs_shared=False, what_computes="every output element", words=CUDA_WORDS):
+    """Raises AssertionError unless the profiled run computed with a kernel of the student's own, and gave the same answer
+    twice; words: how the rung launches and allocates (CUDA_WORDS)."""
     ops = torch_ops(run.events)
     own, foreign = kernels(run.events, own_names)
     if ops:
         raise AssertionError(f"{func} computed with the PyTorch operation(s) {', '.join(ops)} for {where}. "
                              "Hint: this exercise is the kernel: the wrapper only creates the output "
-                             f"(torch::empty) and launches your kernel, which computes {what_computes}.")
+                             f"({words['create']}) and launches your kernel, which computes {what_computes}.")
     if foreign:
         raise AssertionError(f"{func} launched a kernel that is not in your source ({foreign[0]}) for {where}. "
                              "Hint: a library (cuBLAS, PyTorch) may not compute the answer here: your own kernel must.")
     if not own:
         raise AssertionError(f"{func} launched no kernel of its own for {where}. Hint: the output must come "
-                             "from your kernel: launch it with kernel<<<blocks, threads>>>(...).")
+                             f"from your kernel: {words['launch']}.")
     if needs_shared and not shared_users(run.events):
         raise AssertionError(f"{func}'s kernel ({own[0]}) did not use shared memory for {where}. Hint: the tiled "
                              "kernel loads each tile into a __shared__ array, waits with __syncthreads(), and "

@@ -7,10 +7,11 @@ from ..cuda import cuda_begin
 from ..harness.cuda import Binding, binding, check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, first, judges, wrong_elements
 from ..harness.python import check_python
-from ..harness.rungs import CUDA, PYTHON
+from ..harness.rungs import CUDA, PYTHON, TRITON
+from ..harness.triton import Launch, check_triton
 from ..images import photo, small_photo
 
-__all__ = ("rgb2grey", "check_rgb2grey", "check_rgb2grey_cuda")
+__all__ = ("rgb2grey", "check_rgb2grey", "check_rgb2grey_cuda", "check_rgb2grey_triton")
 
 # Luma weights for red, green and blue (ITU-R BT.601, as in the lecture).
 WEIGHTS = (0.2989, 0.5870, 0.1140)
@@ -335,8 +336,13 @@ def judge_grey(yours, case, what, unwritten=None):
 RGB2GREY = Exercise(
     name="rgb2grey", topic=__name__, cases=grey_cases, judge=judge_grey, out_dtype=torch.uint8,
     case_names={"python": ("tiny", "ragged", "tall_wide", "photo", "random"),
-                "cuda": ("tiny", "ragged", "tall_wide", "photo", "large", "random"), "modes": ("memory", "integrity")},
-    out_numel=lambda case: case.args[0][0].numel(), bindings={"cuda": Binding("rgb_to_grayscale", CPP_SRC)},
+                "cuda": ("tiny", "ragged", "tall_wide", "photo", "large", "random"), "modes": ("memory", "integrity"),
+                "triton": ("tiny", "ragged", "tall_wide", "photo", "random")},
+    out_numel=lambda case: case.args[0][0].numel(),
+    bindings={"cuda": Binding("rgb_to_grayscale", CPP_SRC),
+              "triton": Launch("rgb2grey_triton", "a program's lanes past the last pixel must touch nothing: compute "
+                               "mask = offs < n and pass it to every tl.load and tl.store (mask=mask), so only "
+                               "0 <= offs < n is read and written (x up to 3*n - 1).")},
     hints={"memory": "a thread past the last pixel must do nothing: guard the body with `if (i < n)`, "
                      "and index only 0 <= i < n (x up to 3*n - 1).",
            "computes": "every pixel"})
@@ -354,3 +360,9 @@ def check_rgb2grey_cuda(answer, case="photo", func="rgb_to_grayscale", seed=None
     if func != binding(RGB2GREY).func:
         raise ValueError(f"the grayscale exercise's function is {binding(RGB2GREY).func}, not {func!r}")
     check_cuda(RGB2GREY, answer, case, seed)
+
+
+@judges(TRITON)
+def check_rgb2grey_triton(fn, case="photo", seed=None):
+    """Checks a launch function of a @triton.jit grayscale kernel on one case: an input case, "memory" or "integrity"."""
+    check_triton(RGB2GREY, fn, case, seed)

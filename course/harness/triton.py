@@ -1,0 +1,242 @@
+"""The Triton rung's runner: the student's launch function, sent as source, runs in a child process like a CUDA check.
+
+A launch function (`rgb2grey_triton(x)`, which launches an `@triton.jit` kernel) lives in the notebook, and the
+child is forked from the warm check server, which never saw it: so the check sends it as text (Source: the function,
+the kernels and helpers it names, its constants, its imports), written to a file under the build folder (Triton
+reads a kernel's source from its file). The child (child.run with load() below as the job's loader) imports that
+file and wraps each of its kernels' launches in a profiler range; cuda.py's run_and_judge runs and judges it, so a
+crash, a hang or a memory fault fails one check alone, and the verdict is computed in a process that never ran it.
+
+CPU mode: the child sets TRITON_INTERPRET=1 before it imports triton (this module imports triton only there), so
+the kernel runs in Triton's interpreter, numpy underneath: each program of the grid is a Python call, hence the
+small sizes (the rung's small inputs) in that mode. The interpreter differs from a GPU in what the memory check
+relies on: it reads and writes the tensors' memory at the addresses the pointers hold and raises nothing itself for
+an address outside a tensor. So the memory check runs the call on CPU mode's guarded memory (memory.cpp, as the
+CUDA rung's CPU mode does): every tensor ends (then, in a second run, starts) at memory that cannot be touched, and
+an unmasked tl.load or tl.store past a tensor's end faults; faulthandler names the kernel's line. This was chosen
+over checking each pointer in a wrapper of the interpreter's load and store because it relies only on the
+interpreter touching memory where the pointers point (true of every tl.load, tl.store, atomic or block pointer, in
+every Triton version), not on the interpreter's internal builder API, which changes between releases; the price is
+a crash rather than an exception, which the child's isolation is there for. The other runs use the padded memory,
+where a small overrun reads what lies past the end, silently, as on a GPU.
+
+Integrity: the launches of the file's own kernels are ranges named TRITON_LAUNCH in the profiler, and every other
+PyTorch operation is judged by integrity.py's ALLOWED_OPS, as for CUDA (the interpreter's own copies run inside a
+launch's range and are the launcher's, child._launcher_own). On a GPU, compute-sanitizer checks memory and the
+profiler's kernels are matched against the file's @triton.jit names (jit_names).
+"""
+import ast
+from dataclasses import dataclass, replace
+import faulthandler
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import os
+import re
+import sys
+import textwrap
+import types
+
+import torch
+
+from ..device import cpu_mode, require_gpu
+from ..toolchain import build_root
+from . import cuda
+from .child import Job
+from .exercise import fill_byte, require_case
+from .integrity import TRITON_LAUNCH
+from .rungs import TRITON
+
+WORDS = {"launch": "launch it with kernel[grid](...)", "create": "torch.empty",
+         "allocate": "create it with torch.empty(..., device=x.device)"}
+HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
+_SIMPLE = (bool, int, float, str, type(None))
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What the Triton rung calls for an exercise: the launch function's name, and the memory check's hint in Triton's words."""
+    func: str
+    memory_hint: str
+
+
+@dataclass(frozen=True)
+class Source:
+    """A launch function as a module's text: the function's name, and the text (the kernels and names it uses too)."""
+    name: str
+    text: str
+
+
+def _is_kernel(value):
+    return hasattr(value, "run") and isinstance(getattr(value, "fn", None), types.FunctionType) \
+        and type(value).__module__.startswith("triton.")
+
+
+def _names(code):
+    yield from code.co_names
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            yield from _names(const)
+
+
+def _importable(value, name):
+    """`from module import name` when value is what that import gives (a library's function, not the notebook's)."""
+    module = getattr(value, "__module__", None)
+    if not module or module == "__main__" or module.startswith("__"):
+        return None
+    try:
+        if getattr(importlib.import_module(module), getattr(value, "__name__", name), None) is value:
+            return f"from {module} import {value.__name__}" + (f" as {name}" if value.__name__ != name else "")
+    except ImportError:
+        pass
+    return None
+
+
+def source_of(fn):
+    """A launch function as Source: its text and the text of every kernel, helper, constant and module it names."""
+    if isinstance(fn, Source):
+        return fn
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"pass your launch function itself, e.g. check_...(rgb2grey_triton), not {fn!r}")
+    imports, constants, functions, done = [], [], [], set()
+
+    def add(f, owner):
+        try:
+            functions.append(textwrap.dedent(inspect.getsource(f)))
+        except (OSError, TypeError):
+            raise AssertionError(f"the check cannot read the source of {f.__name__} (used by {owner}): define it in "
+                                 "a notebook cell or a file") from None
+        for name in _names(f.__code__):
+            if name in done or name not in f.__globals__:
+                continue
+            done.add(name)
+            value = f.__globals__[name]
+            if isinstance(value, types.ModuleType):
+                imports.append(f"import {value.__name__}" + (f" as {name}" if value.__name__ != name else ""))
+            elif isinstance(value, _SIMPLE) or (isinstance(value, tuple) and all(isinstance(v, _SIMPLE) for v in value)):
+                constants.append(f"{name} = {value!r}")
+            elif type(value).__name__ == "constexpr" and isinstance(getattr(value, "value", None), _SIMPLE):
+                constants.append(f"{name} = tl.constexpr({value.value!r})")
+            elif _is_kernel(value):
+                add(value.fn, f.__name__)
+            elif isinstance(value, types.FunctionType) and value.__module__ == fn.__module__:
+                add(value, f.__name__)
+            elif _importable(value, name):
+                imports.append(_importable(value, name))
+            else:
+                raise AssertionError(f"{f.__name__} uses {name}, a {type(value).__name__}, which the check cannot "
+                                     "send to the process that runs your function. Hint: use numbers, strings, "
+                                     "functions and @triton.jit kernels defined in the notebook, and modules.")
+
+    done.add(fn.__name__)
+    add(fn, fn.__name__)
+    parts = [HEADER, *dict.fromkeys(imports), *constants, *reversed(functions)]
+    return Source(fn.__name__, "\n".join(p.rstrip("\n") + "\n" for p in parts))
+
+
+def sendable(fn):
+    """The worker's side of collecting an answer: a launch function as (name, text), which travels as plain data."""
+    found = source_of(fn)
+    return found.name, found.text
+
+
+def collect(answers, target):
+    """The judge's side: the Source of the notebook's launch function named target."""
+    return Source(*answers.value("collect", ("course.harness.triton:sendable", target)))
+
+
+def written(source):
+    """The file a Source is kept in under the build folder (named by its hash: the same text, the same file)."""
+    digest = hashlib.sha256(source.text.encode()).hexdigest()[:16]
+    path = build_root() / "triton" / f"triton_answer_{digest}.py"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(source.text)
+        tmp.replace(path)
+    return str(path)
+
+
+def jit_names(path):
+    """The names of the @triton.jit kernels a Source's file defines (the integrity rule's own kernels on a GPU)."""
+    try:
+        tree = ast.parse(open(path).read())
+    except (OSError, SyntaxError):
+        return None
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef)
+            and any("jit" in ast.unparse(d) or "autotune" in ast.unparse(d) for d in node.decorator_list)}
+
+
+def _counted(kernel, name):
+    """Wraps a kernel's launches in a profiler range named after it: the integrity check's evidence of a launch."""
+    run = kernel.run
+
+    def launch(*args, **kwargs):
+        with torch.autograd.profiler.record_function(TRITON_LAUNCH + name):
+            return run(*args, **kwargs)
+    kernel.run = launch
+
+
+def load(job):
+    """The child's loader (child.run): imports a Source's file, Triton interpreted in CPU mode; the launch function."""
+    if job.cpu:
+        os.environ["TRITON_INTERPRET"] = "1"
+    faulthandler.enable()  # a memory fault in the kernel prints the kernel's line to the log
+    name = os.path.basename(job.module)[:-3]
+    spec = importlib.util.spec_from_file_location(name, job.module)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    for key, value in vars(module).items():
+        if _is_kernel(value):
+            _counted(value, key)
+    return getattr(module, job.func)
+
+
+def verdict(job, result):
+    """Judges a child's Result (child.judge): the CUDA rung's verdict, with Triton's integrity rule and words."""
+    cuda.verdict(job, result, TRITON, WORDS)
+
+
+def _faulted_line(output, module):
+    """The kernel's line a memory fault happened on, from faulthandler's stack in the child's output; None if absent."""
+    for path, line, func in re.findall(r'File "(.+?)", line (\d+) in (\w+)', output or ""):
+        if path == module:
+            lines = open(module).read().splitlines()
+            return f"in {func}: `{lines[int(line) - 1].strip()}`" if int(line) <= len(lines) else None
+    return None
+
+
+def check_triton(exercise, answer, case="photo", seed=None):
+    """Checks a launch function of an exercise on one case in child processes: an input case, or memory, integrity."""
+    launch = exercise.bindings[TRITON.name]
+    modes = [m for m in TRITON.modes if m in exercise.case_names.get("modes", TRITON.modes)]
+    require_case(case, list(exercise.case_names[TRITON.sizes]) + modes)
+    source = source_of(answer)
+    cpu = cpu_mode()
+    if not cpu:
+        require_gpu(f"check of {source.name} ({case!r})")
+    path = written(source)
+    mode = case if case in TRITON.modes else "run"
+    rung = replace(TRITON, small=cpu)  # the interpreter runs a program per Python call: small inputs in CPU mode
+    cases = exercise.inputs(exercise.probe if mode != "run" else case, seed, rung)
+    nbytes = torch.empty(0, dtype=exercise.out_dtype).element_size()
+    job = Job(module=path, func=source.name, inputs=[c.args for c in cases],
+              fills=[(exercise.out_numel(c) * nbytes, fill_byte(exercise.out_dtype)) for c in cases], mode=mode,
+              cpu=cpu, memory_module=cuda.memory_module() if cpu else None, exercise=(exercise.topic, exercise.name),
+              wheres=[c.where for c in cases], memory_hint=launch.memory_hint,
+              loader="course.harness.triton:load", verdict="course.harness.triton:verdict")
+    found = f"{source.name}: the memory check found an access outside a tensor on the {exercise.probe} sizes"
+    try:
+        cuda.run_and_judge(job)
+    except cuda.OutOfBounds as e:
+        raise AssertionError(f"{found}: {e}.\nHint: {launch.memory_hint}") from None
+    except cuda.KernelFailed as e:
+        line = _faulted_line(getattr(e, "output", None), path)
+        if mode == "memory" and cpu and re.search(r"SIGSEGV|SIGBUS", str(e)):
+            where = f", {line}" if line else ""
+            raise AssertionError(f"{found}: your kernel read or wrote past the end (or before the start) of a "
+                                 f"tensor{where}.\nHint: {launch.memory_hint}") from None
+        raise
+    print(f"{source.name}: {case} passed")
