@@ -262,6 +262,32 @@ def verify_sample(course, assignment, students, build_dir, deadline, out, worker
             "disagreements": int(found.group(2)) if found else None, "utilization": sampler.summary()}
 
 
+def where_time_goes(course, top=12):
+    """The cells that took longest, mean seconds over the graded students: [(notebook, cell, seconds, students)].
+
+    A cell the kernel ran has nbclient's timestamps; a test cell the judge ran has its judge_seconds (trusted.py)."""
+    import nbformat
+    seconds = {}
+    for path in sorted(Path(course, "autograded").glob("*/*/*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for i, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            meta, ex = cell.metadata, cell.metadata.get("execution", {})
+            if "judge_seconds" in meta.get("course", {}):
+                s = meta["course"]["judge_seconds"]
+            elif "iopub.execute_input" in ex and "shell.execute_reply" in ex:
+                s = (datetime.fromisoformat(ex["shell.execute_reply"].replace("Z", "+00:00"))
+                     - datetime.fromisoformat(ex["iopub.execute_input"].replace("Z", "+00:00"))).total_seconds()
+            else:
+                continue
+            first = cell.source.splitlines()[0][:50] if cell.source else ""
+            label = meta.get("nbgrader", {}).get("grade_id") or f"cell {i}: {first}"
+            seconds.setdefault((path.stem, label), []).append(s)
+    rows = [(nb, label, round(sum(v) / len(v), 2), len(v)) for (nb, label), v in seconds.items()]
+    return sorted(rows, key=lambda r: -r[2])[:top]
+
+
 def kernel_starts(course, build_dir, timeout=300):
     """Seconds to a kernel that has imported torch and the course: as nbgrader starts one, and forked warm."""
     code = r'''
@@ -416,6 +442,8 @@ def main():
     p.add_argument("--json", help="write the figures here")
     p.add_argument("--today-from", help="take today's path's figures from this earlier --json file (same host) "
                    "instead of running it again: the whole budget goes to course grade")
+    p.add_argument("--course-only", action="store_true", help="time course grade alone (no figure for today's "
+                   "path): the whole budget goes to the class")
     p.add_argument("--keep", help="keep the course folders here")
     p.add_argument("--slurm", type=int, metavar="TASKS", help="instead: the class graded by one course grade and "
                    "through a one-node Slurm started here in TASKS shards (CPU mode), with the scores compared")
@@ -462,7 +490,7 @@ def main():
     log(f"released {args.assignment} in {result['release_seconds']} s; today's path grades {', '.join(examples)}; "
         f"course grade grades {len(klass)} students")
 
-    builds = {"course": work / "builds-course"} if args.today_from else \
+    builds = {"course": work / "builds-course"} if args.today_from or args.course_only else \
         {"today": work / "builds-today", "course": work / "builds-course"}
     t = time.perf_counter()
     warming = [warm_up(base, args.assignment, b) for b in builds.values()]
@@ -476,7 +504,9 @@ def main():
 
     # the time left is shared: today's path first (it is the slow one), the class after
     share = (deadline - time.monotonic()) * 0.55
-    if args.today_from:
+    if args.course_only:
+        result["nbgrader"] = {"finished": 0, "skipped": "--course-only"}
+    elif args.today_from:
         earlier = json.loads(Path(args.today_from).read_text())
         if earlier["args"]["assignment"] != args.assignment:
             sys.exit(f"--today-from {args.today_from} timed {earlier['args']['assignment']}, not {args.assignment}")
@@ -493,6 +523,9 @@ def main():
     log(f"the new path: python -m course grade of {len(klass)} students ...")
     result["course"] = course_path(new, args.assignment, builds["course"], deadline - reserve, out, args.workers)
     log(json.dumps(result["course"], indent=1))
+    result["slowest_cells"] = where_time_goes(new)
+    log("slowest cells (mean seconds a student): " + "; ".join(f"{nb} {label} {s}" for nb, label, s, _ in
+                                                               result["slowest_cells"]))
     save()
     runs = [result["course"]]
     for k in range(2, args.repeat + 1):  # the stress run: the same class again, fresh course and build folders
@@ -545,13 +578,15 @@ def main():
     save()
     log("")
     log(f"== {args.assignment} on {result['host'].get('gpu') or 'CPU (CPU mode)'}, {result['host']['cores']} cores")
-    log(f"today (nbgrader autograde, one student after another): {a} s a student "
-        f"({result['nbgrader']['finished']} students in {result['nbgrader']['seconds']} s)")
+    if not args.course_only:
+        log(f"today (nbgrader autograde, one student after another): {a} s a student "
+            f"({result['nbgrader']['finished']} students in {result['nbgrader']['seconds']} s)")
     log(f"course grade ({result['course'].get('workers', '?')} students at once, warm kernels "
         f"{result['course'].get('warm_kernels')}): {b} s a student ({result['course']['finished']} students in "
         f"{result['course']['seconds']} s)")
-    log(f"speed-up: {result['speedup']}x" if result["speedup"] else
-        "speed-up: no figure (a path finished no student within the budget: give it more with --budget)")
+    if not args.course_only:
+        log(f"speed-up: {result['speedup']}x" if result["speedup"] else
+            "speed-up: no figure (a path finished no student within the budget: give it more with --budget)")
     for k, r in enumerate(runs, 1):
         log(f"run {k}: {r['finished']} graded, {len(r['failed'])} failed, {r['per_student']} s a student"
             + "".join(f"\n  FAILED {s}: {why}" for s, why in sorted(r["failed"].items())))

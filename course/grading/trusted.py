@@ -21,6 +21,7 @@ import io
 import queue
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode
@@ -244,7 +245,9 @@ class TrustedExecute(SafeExecute):
     def preprocess_cell(self, cell, resources, index):
         if not is_test_cell(cell) or self._stopped:
             return super().preprocess_cell(cell, resources, index)
+        start = time.perf_counter()
         kind, error, printed = self._judge(cell, index)
+        cell.metadata.setdefault("course", {})["judge_seconds"] = round(time.perf_counter() - start, 3)
         self._judged += 1
         if self._stopped:
             cell.outputs = [self._stopped_output()]
