@@ -11,7 +11,8 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
-from course.grading.trusted import OPAQUE, TrustedExecute, check_call, decode, encode, unjudgeable
+from course.grading.trusted import (DEMO_NOTE, OPAQUE, TrustedExecute, check_call, decode, encode, needs_demo,
+                                     unjudgeable)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -100,3 +101,20 @@ def test_a_builtin_exception_the_students_code_raised_comes_back_as_that_excepti
     assert type(_raised(("raised", "IndexError", "index 7 is out of range"))) is IndexError
     odd = _raised(("raised", "MyError", "boom"))
     assert type(odd).__name__ == "MyError" and str(odd) == "boom"
+
+
+def test_grading_skips_a_demo_cell_and_says_so(tmp_path):
+    nb = _graded_notebook(GREY, "open('demo-ran', 'w').write('x')", ('check_rgb2grey(rgb2grey_py, "tiny")', "right"))
+    nb.cells[1].metadata["tags"] = ["demo"]
+    nb = run(nb, tmp_path)
+    assert not (tmp_path / "demo-ran").exists()
+    assert nb.cells[1].outputs[0]["text"] == DEMO_NOTE and "passed" in nb.cells[2].outputs[0]["text"]
+
+
+def test_release_refuses_a_cell_that_needs_what_only_a_demo_defines():
+    nb = _graded_notebook("import torch", "big = torch.ones(3)\nfor k in range(2): pass", "print(big.sum(), k)",
+                          "big = torch.zeros(2)\ndef f(k):\n    return k", "print(big, f(1))",
+                          "%time small = big + 1", "print(small)")
+    for i in (1, 5):
+        nb.cells[i].metadata["tags"] = ["demo"]
+    assert needs_demo(nb) == [(2, ["big", "k"]), (6, ["small"])]  # cell 4's big is its own; f's k an argument

@@ -6,7 +6,7 @@ from pathlib import Path
 from ..assignments import Assignment
 from .compile import build_all, compile_jobs, job_key
 from .layout import CourseError, assignments, course_root, read_notebook, require_assignment, run_nbgrader
-from .trusted import unjudgeable
+from .trusted import needs_demo, unjudgeable
 
 
 def stub_jobs(root, assignment):
@@ -37,6 +37,13 @@ def release(root, assignment=None, check_stubs=True):
             raise CourseError("these test cells cannot be judged outside the student's kernel, so they cannot be "
                               "graded:\n  " + "\n  ".join(problems) + "\nA test cell is a docstring and one call "
                               "check_...(name, literal, ...) of a check that course exports.")
+    for a in todo:  # grading skips demo cells, so nothing after one may need what only it defines
+        problems = [f"{a}/{p.stem} cell {i}: uses {', '.join(used)}, defined only in a demo cell before it"
+                    for p in sorted((root / "source" / a).glob("*.ipynb")) for i, used in needs_demo(read_notebook(p))]
+        if problems:
+            raise CourseError("grading does not run demo cells (tagged `demo`), and these cells need what one "
+                              "defines:\n  " + "\n  ".join(problems) + "\nDefine those names in a cell that is "
+                              "not a demo, or take the tag off.")
     failed = 0
     for a in todo:
         t = time.perf_counter()

@@ -19,6 +19,7 @@ import builtins
 import contextlib
 import io
 import queue
+import re
 import tempfile
 import threading
 import time
@@ -78,6 +79,49 @@ def unjudgeable(nb):
                 the_check(check_call(cell.source)[0])
             except ValueError as e:
                 out.append((cell.metadata["nbgrader"].get("grade_id", "?"), str(e)))
+    return out
+
+
+DEMO_NOTE = ("(a demo of the lesson, not run at grading: the tests call your code themselves. It ran in your "
+             "notebook when you worked through it.)\n")
+
+
+def is_demo(cell):
+    """Whether a code cell is tagged `demo`: it shows a student's work and grading skips it, as the audit does."""
+    return cell.cell_type == "code" and "demo" in cell.metadata.get("tags", [])
+
+
+def _python(source):
+    """A cell's source as plain Python (%time's statement kept, other magics and !commands translated), or None if it
+    does not parse."""
+    from IPython.core.inputtransformer2 import TransformerManager
+    source = re.sub(r"^%%time(it)?[^\n]*\n", "", source)
+    source = re.sub(r"^(\s*)%time(it)?\s+(-\S+\s+)*", r"\1", source, flags=re.M)
+    try:
+        return ast.parse(TransformerManager().transform_cell(source))
+    except SyntaxError:
+        return None
+
+
+def needs_demo(nb):
+    """[(cell index, names)] of the cells that use a name only a demo cell before them defines: grading skips demos."""
+    only_in_demo, out = set(), []
+    for i, cell in enumerate(nb.cells):
+        tree = _python(cell.source) if cell.cell_type == "code" else None
+        if tree is None:
+            continue
+        stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        stored |= {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        stored |= {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)}
+        stored |= {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                   for a in n.names}
+        if is_demo(cell):
+            only_in_demo |= stored
+            continue
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - stored
+        if used & only_in_demo:
+            out.append((i, sorted(used & only_in_demo)))
+        only_in_demo -= stored
     return out
 
 
@@ -243,6 +287,9 @@ class TrustedExecute(SafeExecute):
         return nb, resources
 
     def preprocess_cell(self, cell, resources, index):
+        if is_demo(cell) and not self._stopped:  # release made sure no later cell needs what it defines
+            cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=DEMO_NOTE)]
+            return cell, resources
         if not is_test_cell(cell) or self._stopped:
             return super().preprocess_cell(cell, resources, index)
         start = time.perf_counter()
