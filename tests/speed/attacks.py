@@ -1,6 +1,7 @@
 """The attacks on the speed tests' timing (tests/test_speed.py runs them): each must earn no speed points.
 
-An attack is a file `<name>.cu` here, the whole cuda_src after cuda_begin; ATTACKS says which check times it and
+An attack is a file `<name>.cu` here, its cuda_src after cuda_begin (a grayscale attack's after the lesson's kernel
+too, which it launches: only the wrapper cheats); ATTACKS says which check times it and
 the phrase its failure must contain on a GPU and in CPU mode (COURSE_SPEED_CPU=1: the same protocol, a wall
 clock). Most pass every correctness check and cheat only when timed, so the timing's own defences are what stop
 them; two are stopped by the checks a kernel must pass before it is timed.
@@ -20,9 +21,11 @@ class Attack:
     cpu: str = None  # ... and in CPU mode, where it differs
 
     def source(self, name):
-        """The attack's cuda_src."""
+        """The attack's cuda_src: cuda_begin, the lesson's grayscale kernel for a grayscale attack, then its file."""
         from course import cuda_begin
-        return cuda_begin + (HERE / f"{name}.cu").read_text()
+        from course.topics.grayscale import CUDA_SRC
+        kernel = CUDA_SRC[len(cuda_begin):CUDA_SRC.index("torch::Tensor rgb_to_grayscale")]
+        return cuda_begin + (kernel if self.check == "check_rgb2grey_cuda" else "") + (HERE / f"{name}.cu").read_text()
 
 
 ATTACKS = {
