@@ -352,8 +352,8 @@ def measure(job_path, result_path):
             for _ in range(WARMUP):
                 one(name)
         result.times = {name: [] for name in fns}
-        key = (torch.cuda.get_device_properties(torch.cuda.current_device()).uuid if gpu else None) or \
-            f"cpu-{socket.gethostname()}"
+        key = (getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "uuid", None) if gpu else None) \
+            or f"{'gpu' if gpu else 'cpu'}-{socket.gethostname()}"  # without an id, one lock for the host's GPUs
         shuffle = random.Random(secrets.randbits(64))
         with gpu_lock(str(key)) as waited:
             result.lock_wait_s = waited

@@ -36,7 +36,7 @@ ATTACKS = {
     "counts_calls": Attack("check_rgb2grey_cuda", "detects the timing loop by counting calls: from the ninth on, "
                            "the eighth's output", WRONG),
     "timing_loop_by_rate": Attack("check_rgb2grey_cuda", "detects the timing loop by the rate of calls: the last "
-                                  "output again within 50 ms", WRONG),
+                                  "output again within 2 s", WRONG),
     "other_stream": Attack("check_rgb2grey_cuda", "launches on a stream of its own and returns before its kernel ends",
                            "still running elsewhere", cpu="does not compile"),
     "part_of_output": Attack("check_rgb2grey_cuda", "writes part of the output: half the pixels from the ninth call "
