@@ -5,6 +5,7 @@ from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, Execute, Ge
 from course.grading.autograde import PersonalSeeds, RestoreHiddenTests
 from course.grading.trusted import TrustedExecute
 from course.grading.feedback import HideHiddenTests
+from course.grading.leaderboard import SpeedStanding
 from course.grading.release import ClearCudaSolutions, ClearHiddenTestsQuietly, wrap_validate_lines
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
@@ -43,9 +44,10 @@ c.Autograde.sanitize_preprocessors = [
 ]
 
 # Feedback says which hidden test passed or failed, with its message, never its code or seed; tracebacks
-# keep the student's own frames only.
+# keep the student's own frames only. A speed test adds the student's time, ratio and percentile in the class.
 c.GenerateFeedback.preprocessors = [
-    q for p in GenerateFeedback().preprocessors for q in ([p, HideHiddenTests] if p is GetGrades else [p])
+    q for p in GenerateFeedback().preprocessors
+    for q in ([p, HideHiddenTests, SpeedStanding] if p is GetGrades else [p])
 ]
 
 # `nbgrader validate` cuts every line of an error at 87 columns, and with it a check's hint: wrap instead.

@@ -24,6 +24,9 @@ from tests.test_release import ROOT, nbgrader
 L0, L1, L2, L3 = "01_L0_loop", "02_L1_run_kernel", "03_L2_blk_kernel", "04_L3_cuda"
 PY_TESTS = ("tiny", "ragged_sizes", "tall_and_wide", "photo", "hidden_sizes")
 CUDA_TESTS = ("tiny", "ragged_sizes", "tall_and_wide", "photo", "large", "hidden_sizes", "memory", "integrity")
+# The speed test (harness/speed.py) awards nothing in CPU mode; on a GPU it times only a kernel that passed every
+# check above, so of the example students only alice's (the lesson's own kernel) is timed, and gets full marks.
+SPEED = () if cpu_mode() else ("speed",)
 PREFIX = {L0: "rgb2grey_py", L1: "rgb2grey_pyk", L2: "rgb2grey_pybk", L3: "rgb_to_grayscale_cuda"}
 
 
@@ -34,7 +37,7 @@ def passed(nb, *tests):
 # What each example student's mistakes cost them (examples/grayscale/README.md and tests/tamper/grayscale/README.md
 # explain each one). The CUDA tests run on a GPU, or on a CPU in CPU mode.
 EXPECTED_PASSES = {
-    "alice": passed(L0, *PY_TESTS) | passed(L1, *PY_TESTS) | passed(L2, *PY_TESTS) | passed(L3, *CUDA_TESTS),
+    "alice": passed(L0, *PY_TESTS) | passed(L1, *PY_TESTS) | passed(L2, *PY_TESTS) | passed(L3, *CUDA_TESTS, *SPEED),
     # 0.299 for red tips the 1x1 case's single pixel the right way only; the missing guard
     # leaves only the photo, whose 19,200 pixels fill 75 blocks exactly; n / threads blocks
     # cover all pixels of the photo (1,200 blocks) and none of the other cases (memory and
@@ -125,7 +128,7 @@ def outputs(course, student, notebook, grade_id):
 @pytest.mark.parametrize("student", STUDENTS)
 def test_each_student_gets_the_marks_their_answers_deserve(graded, student):
     table = grades(f"sqlite:///{graded / 'gradebook.db'}", "grayscale", graded / "release")
-    assert len(table) == 3 * len(PY_TESTS) + len(CUDA_TESTS)
+    assert len(table) == 3 * len(PY_TESTS) + len(CUDA_TESTS) + 1  # the speed test
     got = {key for key, row in table.items() if row[student][0] == row[student][1]}
     partial = {key for key, row in table.items() if 0 < row[student][0] < row[student][1]}
     assert not partial
@@ -224,7 +227,7 @@ def test_grade_table_lists_every_exercise_and_a_total(graded):
     assert lines[0].split()[:4] == ["exercise", "alice", "bob", "carol"]
     assert lines[1].startswith(f"{L0}/rgb2grey_py_tiny")
     assert lines[-1].split()[0] == "total"
-    assert lines[-1].split()[3] == "0/26"
+    assert lines[-1].split()[3] == "0/28"  # 26 points of checks, 2 of speed
 
 
 def test_an_edited_test_cell_is_reported_and_restored(graded, tmp_path):
@@ -260,7 +263,7 @@ def tiled(py=(), cuda=()):
 
 MATMUL_PASSES = {
     "alice": (m_passed(M0, *M_PY) | m_passed(M1, *M_PY) | m_passed(M2, *M_PY) | m_passed(M3, *M_CUDA)
-              | tiled(M_PY, M_CUDA + ("race",))),
+              | tiled(M_PY, M_CUDA + ("race",) + SPEED)),
     # L0 drops the last product (the digits' last pixel is blank); L2's guard swaps h and w (IndexError past 1x1);
     # L3 swaps the grid's x and y (right where h and w need as many blocks); the tiled Python kernel lacks its
     # second barrier (wrong wherever k needs two tiles); the tiled CUDA one drops the last partial tile.

@@ -1,4 +1,5 @@
-"""`course export`: the grades as CSV, and each exercise's pass rate with the message the class failed it with (table and plot)."""
+"""`course export`: the grades as CSV, each exercise's pass rate with the message the class failed it with (table and
+plot), and the speed tests' leaderboard (grading/leaderboard.py)."""
 import csv
 import re
 from collections import Counter
@@ -6,6 +7,7 @@ from pathlib import Path
 
 import nbformat
 
+from . import leaderboard
 from .gradebook import grades
 from .layout import CourseError, course_root, db_path, db_url, require_assignment
 from .ledger import Ledger
@@ -74,7 +76,8 @@ def plot(rows, path, title):
 
 
 def export(root, assignment, out="exports", db=None):
-    """Writes <out>/<assignment>-grades.csv, -exercises.csv and -pass-rates.png; prints the exercise table."""
+    """Writes <out>/<assignment>-grades.csv, -exercises.csv and -pass-rates.png (and -speed.csv, .html, .png for an
+    assignment with speed tests); prints the exercise table."""
     root = course_root(root)
     require_assignment(root, assignment)
     url = db_url(root, db)
@@ -122,4 +125,7 @@ def export(root, assignment, out="exports", db=None):
     for nb, gid, passed, graded, rate, msg, count in rows:
         print(f"{nb + '/' + gid:<{width}}{f'{passed}/{graded}':>10}  " + (f"{msg} ({count})" if msg else ""))
     print(f"wrote {out}/{assignment}-grades.csv, {assignment}-exercises.csv and {assignment}-pass-rates.png")
+    speed = leaderboard.export(root, assignment, out)
+    if speed:
+        print(f"wrote the speed leaderboard: {', '.join(p.name for p in speed)}")
     return 0

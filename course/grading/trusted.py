@@ -251,10 +251,21 @@ def _raised(reply):
 
 
 def judge_cell(answers, source):
-    """Runs a test cell's check here, from the installed package, on the student's answer got through answers."""
+    """Runs a test cell's check here, from the installed package, on the student's answer got through answers; returns
+    what the check returns (a speed test's Score, harness/speed.py)."""
     check_name, target, args, kwargs = check_call(source)
     check, kind = the_check(check_name)  # the installed check, never the notebook's
-    check(kind.collect(answers, target), *args, **kwargs)
+    return check(kind.collect(answers, target), *args, **kwargs)
+
+
+SPEED_RECORD = "course_speed"  # the key of a speed test's figures in its cell's result's metadata (grading/leaderboard.py)
+
+
+def scored(score, points):
+    """A speed test's cell result: its points as the value nbgrader reads as partial credit, the figures as metadata."""
+    earned = round(score.fraction * float(points), 2)
+    return NotebookNode(output_type="execute_result", execution_count=None, data={"text/plain": f"{earned:g}"},
+                        metadata={SPEED_RECORD: dict(score.record, points=earned, max_points=float(points))})
 
 
 # ---- inside nbgrader: the execute step ------------------------------------------------------------------------
@@ -293,13 +304,15 @@ class TrustedExecute(SafeExecute):
         if not is_test_cell(cell) or self._stopped:
             return super().preprocess_cell(cell, resources, index)
         start = time.perf_counter()
-        kind, error, printed = self._judge(cell, index)
+        kind, error, printed, score = self._judge(cell, index)
         cell.metadata.setdefault("course", {})["judge_seconds"] = round(time.perf_counter() - start, 3)
         self._judged += 1
         if self._stopped:
             cell.outputs = [self._stopped_output()]
         elif error is None:
             cell.outputs = [NotebookNode(output_type="stream", name="stdout", text=printed)] if printed else []
+            if hasattr(score, "fraction"):  # a speed test: its share of the cell's points (nbgrader's partial credit)
+                cell.outputs.append(scored(score, cell.metadata["nbgrader"]["points"]))
         else:
             cell.outputs = self._message(cell, resources, index, kind, error, printed)
         cell.execution_count = index + 1
@@ -321,8 +334,8 @@ class TrustedExecute(SafeExecute):
         return shown.outputs if any(o.output_type == "error" for o in shown.outputs) else judged
 
     def _judge(self, cell, index):
-        """(the Answer judged, the check's error or None, what it printed): judge_cell in a thread of this process, while this
-        thread runs each request in the kernel."""
+        """(the Answer judged, the check's error or None, what it printed, what it returned): judge_cell in a thread of
+        this process, while this thread runs each request in the kernel."""
         requests, replies, done = queue.Queue(), queue.Queue(), {}
 
         def judge():
@@ -330,7 +343,7 @@ class TrustedExecute(SafeExecute):
             try:
                 done["kind"] = the_check(check_call(cell.source)[0])[1]
                 with contextlib.redirect_stdout(printed):
-                    judge_cell(_KernelAnswers(requests, replies), cell.source)
+                    done["score"] = judge_cell(_KernelAnswers(requests, replies), cell.source)
             except BaseException as e:  # noqa: B902 (the verdict: a failed check, or the kernel gone)
                 done["error"] = e
             done["printed"] = printed.getvalue()
@@ -345,7 +358,8 @@ class TrustedExecute(SafeExecute):
                 replies.put((False, e))
         thread.join()
         error = done.get("error")
-        return done.get("kind"), None if isinstance(error, _Stopped) else error, done.get("printed", "")
+        return (done.get("kind"), None if isinstance(error, _Stopped) else error, done.get("printed", ""),
+                done.get("score"))
 
     def _ask_kernel(self, request, index):
         import torch

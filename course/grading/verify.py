@@ -42,12 +42,15 @@ def merged(source_nb, submitted_nb):
 
 
 def notebook_verdicts(autograded_nb):
-    """{grade_id: True if the autograded notebook gave the test cell full marks}."""
+    """{grade_id: True if the autograded notebook gave the test cell full marks, or judged a speed test (its share of
+    the points is a timing, which a re-run measures anew: only whether it was timed can be compared)}."""
+    from .trusted import SPEED_RECORD
     out = {}
     for cell in autograded_nb.cells:
         if is_test_cell(cell):
             score, most = determine_grade(cell)
-            out[_meta(cell)["grade_id"]] = score == most
+            timed = any(SPEED_RECORD in o.get("metadata", {}) for o in cell.get("outputs", []))
+            out[_meta(cell)["grade_id"]] = score == most or timed
     return out
 
 

@@ -31,6 +31,8 @@ class Job:
     element: int = None          # mode "origin": the wrong output element whose origin harness/origin.py looks for
     loader: str = None           # "module:function" giving (job) -> the function to call; None: import the compiled module
     verdict: str = "course.harness.cuda:verdict"  # "module:function" that judges (job, Result), in child.judge
+    task: str = "run"            # the child's function that runs the job: run, or speed (harness/speed.py)
+    speed: dict = None           # mode "speed": the rung, the contenders timed, the stopping rule
 
 
 @dataclass
@@ -174,6 +176,12 @@ def wait(folder, owner):
         globals()[job["task"]](*job["args"])
 
 
+def speed(job_path, result_path):
+    """A performance test's runs (course/harness/speed.py): the contenders timed in turn, every output checked."""
+    from course.harness.speed import measure
+    measure(job_path, result_path)
+
+
 def origin(job_path, result_path):
     """Where a wrong element comes from (course/harness/origin.py): the facts, as JSON."""
     from course.harness.origin import probe
@@ -185,8 +193,8 @@ def judge(job_path, result_path, verdict_path):
     from course.harness.rungs import imported
     job = torch.load(job_path, weights_only=False)
     try:
-        imported(job.verdict)(job, torch.load(result_path, weights_only=False))
-        outcome = {"passed": True}
+        record = imported(job.verdict)(job, torch.load(result_path, weights_only=False))
+        outcome = {"passed": True, "record": record}  # what a verdict returns besides passing: a speed test's figures
     except AssertionError as e:
         outcome = {"passed": False, "message": str(e), "element": getattr(e, "element", None),
                    "case": getattr(e, "case", 0)}
@@ -210,6 +218,6 @@ def build(job_path, result_path):
         json.dump(result, f)
 
 
-if __name__ == "__main__":  # `python -m course.harness.child run|judge|build|wait ARGS...`, e.g. under compute-sanitizer
+if __name__ == "__main__":  # `python -m course.harness.child run|judge|build|wait|speed ARGS...`, e.g. under compute-sanitizer
     import course.harness.child as child  # the classes must pickle as course.harness.child's, not __main__'s
     getattr(child, sys.argv[1])(*sys.argv[2:])

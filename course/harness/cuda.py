@@ -186,7 +186,8 @@ def call_in_child(module, func, args, timeout=None, timing=None):
 
 
 def run_and_judge(job, timeout=None):
-    """Runs a Job's calls in one child process and judges them in another; raises AssertionError with the verdict's message."""
+    """Runs a Job's calls in one child process and judges them in another; raises AssertionError with the verdict's
+    message, else returns the verdict (its "record": what the judge measured, for a speed test)."""
     timeout = timeout or TIMEOUT
     if job.module in _hung:
         raise KernelFailed("skipped: your function did not finish in an earlier check and was stopped "
@@ -204,7 +205,7 @@ def run_and_judge(job, timeout=None):
                                    "not on PATH or in $CUDA_HOME/bin here; this is the grader's set-up, not your "
                                    "code: tell your instructor.")
         profiled = PROFILER_IMPORTS if job.mode == "integrity" and not job.cpu else ()
-        code = in_child("run", [job_path, result], log, timeout * (3 if sanitized else 1), *under, profiled)
+        code = in_child(job.task, [job_path, result], log, timeout * (3 if sanitized else 1), *under, profiled)
         if code is None:
             _hung.add(job.module)
             raise _hang(timeout * (3 if sanitized else 1))
@@ -225,6 +226,7 @@ def run_and_judge(job, timeout=None):
         if outcome.get("element") is not None:
             raise at_element(outcome["message"], outcome["element"], outcome.get("case", 0))
         raise AssertionError(outcome["message"])
+    return outcome
 
 
 def _crashed(returncode, output, sanitized=False):
@@ -416,10 +418,19 @@ def _prepare_spares(exercise, mode):
                 spare.prepare(*under)
 
 
+def locate(exercise, answer):
+    """(file, function, loader) of an answer as a speed test's child runs it (harness/speed.py): the module built."""
+    return (*compiled(exercise, answer), None)
+
+
 def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
-    """Checks the compiled function of an exercise on one case in child processes: an input case, or memory, race, integrity."""
+    """Checks the compiled function of an exercise on one case in child processes: an input case, or memory, race,
+    integrity, or speed (harness/speed.py: timed against the course's kernel; returns the points' Score)."""
     names = list(exercise.case_names[CUDA.sizes]) + [m for m in MODES if m in exercise.case_names.get("modes", MODES)]
     require_case(case, names)
+    if case == "speed":
+        from .speed import check_speed
+        return check_speed(exercise, CUDA, answer, needs_shared=needs_shared)
     cpu = cpu_mode()
     if not cpu:
         require_gpu(f"check of {binding(exercise).func} ({case!r})")
@@ -454,4 +465,6 @@ def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
     except Raced as e:
         raise AssertionError(f"{func}: the race check found threads racing on shared memory on the "
                              f"{exercise.probe} sizes: {e}.\nHint: {exercise.hints['race']}") from None
+    from .speed import passed
+    passed(exercise, path, case)
     print(f"{func}: {case} passed")

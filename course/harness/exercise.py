@@ -29,6 +29,7 @@ class Exercise:
     raised: Callable[..., None] = None           # (error, case, what): returns where raising is the right answer
     passed: dict = field(default_factory=dict)   # case -> what its pass line adds
     bindings: dict = field(default_factory=dict)  # rung name -> what its runner needs (cuda.Binding)
+    speed: dict = field(default_factory=dict)    # rung name -> its performance test (harness/speed.py's Speed)
 
     def inputs(self, case, seed, rung):
         """The cases of a named input case for a Rung (harness/rungs.py), with a clear error for an unknown name or a missing seed."""

@@ -6,7 +6,9 @@ sizes, small   Exercise.inputs picks the case names by sizes; a topic's cases(ca
                table by rung.sizes and small inputs by rung.small (topics/*.py, grading/scaffold.py's template)
 runner         Rung.check(exercise, answer, case, seed): python.py's check_python, cuda.py's check_cuda, triton.py's
                check_triton (which runs its children through cuda.py's run_and_judge, with its own loader and verdict)
-modes          the checks beyond input cases that the runner offers (cuda.py: memory, race, integrity)
+modes          the checks beyond input cases that the runner offers (cuda.py: memory, race, integrity; speed, which
+               harness/speed.py runs for an exercise that declares a Speed for the rung, in Exercise.speed)
+locate         a speed test's question, which file and function the child times (and the rung's loader)
 own_kernels    the integrity rule's question, which kernels are the student's (cuda.py's verdict, in the judge
                child; CUDA: nvcc's host stub of each __global__ function, integrity.module_kernels; Triton: the
                @triton.jit functions of the answer's file)
@@ -48,6 +50,7 @@ class Rung:
     answer: Answer
     modes: tuple = ()                 # check modes beyond input cases
     own_kernels: Callable = None      # (built file) -> names of the student's kernels in it, None if unreadable
+    locate: Callable = None           # (exercise, answer) -> (file, function, loader): what a speed test's child runs
 
     def check(self, exercise, answer, case, seed=None, **options):
         """Runs the rung's check of an answer on one case of an exercise."""
@@ -87,7 +90,9 @@ ANSWERS = {a.name: a for a in (FUNCTION, SOURCE, VALUE, TRITON_SOURCE)}
 PYTHON = Rung("python", sizes="python", small=True, runner=imported("course.harness.python:check_python"),
               answer=FUNCTION)
 CUDA = Rung("cuda", sizes="cuda", small=False, runner=imported("course.harness.cuda:check_cuda"), answer=SOURCE,
-            modes=("memory", "race", "integrity"), own_kernels=integrity.module_kernels)
+            modes=("memory", "race", "integrity", "speed"), own_kernels=integrity.module_kernels,
+            locate=imported("course.harness.cuda:locate"))
 TRITON = Rung("triton", sizes="triton", small=False, runner=imported("course.harness.triton:check_triton"),
-              answer=TRITON_SOURCE, modes=("memory", "integrity"), own_kernels=imported("course.harness.triton:jit_names"))
+              answer=TRITON_SOURCE, modes=("memory", "integrity", "speed"),
+              own_kernels=imported("course.harness.triton:jit_names"), locate=imported("course.harness.triton:locate"))
 RUNGS = {r.name: r for r in (PYTHON, CUDA, TRITON)}

@@ -194,6 +194,12 @@ def load(job):
     return getattr(module, job.func)
 
 
+def locate(exercise, answer):
+    """(file, function, loader) of a launch function as a speed test's child runs it (harness/speed.py)."""
+    source = source_of(answer)
+    return written(source), source.name, "course.harness.triton:load"
+
+
 def verdict(job, result):
     """Judges a child's Result (child.judge): the CUDA rung's verdict, with Triton's integrity rule and words."""
     cuda.verdict(job, result, TRITON, WORDS)
@@ -213,6 +219,9 @@ def check_triton(exercise, answer, case="photo", seed=None):
     launch = exercise.bindings[TRITON.name]
     modes = [m for m in TRITON.modes if m in exercise.case_names.get("modes", TRITON.modes)]
     require_case(case, list(exercise.case_names[TRITON.sizes]) + modes)
+    if case == "speed":  # timed against the course's own kernel (harness/speed.py): returns the points' Score
+        from .speed import check_speed
+        return check_speed(exercise, TRITON, answer)
     source = source_of(answer)
     cpu = cpu_mode()
     if not cpu:
@@ -239,4 +248,6 @@ def check_triton(exercise, answer, case="photo", seed=None):
             raise AssertionError(f"{found}: your kernel read or wrote past the end (or before the start) of a "
                                  f"tensor{where}.\nHint: {launch.memory_hint}") from None
         raise
+    from .speed import passed
+    passed(exercise, path, case)
     print(f"{source.name}: {case} passed")

@@ -8,6 +8,7 @@ from ..harness.cuda import Binding, binding, check_cuda
 from ..harness.exercise import Case, Exercise, expect_tensor, first, judges, wrong_elements
 from ..harness.python import check_python
 from ..harness.rungs import CUDA, PYTHON, TRITON
+from ..harness.speed import Speed
 from ..harness.triton import Launch, check_triton
 from ..images import photo, small_photo
 
@@ -333,10 +334,30 @@ def judge_grey(yours, case, what, unwritten=None):
     raise wrong_elements(f"{msg}\nHint: {hint}", bad)
 
 
+SPEED_SIZE = {False: (4096, 4096), True: (300, 400)}  # the speed test's image: 67 MB of traffic, past any L2; CPU mode's
+
+
+def speed_image(gen, device, small):
+    """The speed test's input for one call: a fresh random image, made on the device from gen."""
+    h, w = SPEED_SIZE[small]
+    return (torch.randint(0, 256, (3, h, w), dtype=torch.uint8, generator=gen, device=device),)
+
+
+def grey_agrees(yours, args):
+    """Whether yours is the grey image of args' image by judge_grey's rule, computed where the tensors are."""
+    x = args[0]
+    if tuple(yours.shape) != tuple(x.shape[1:]) or yours.dtype != torch.uint8:
+        return False
+    lo, hi = grey_range(rgb2grey_exact(x))
+    mine = yours.to(torch.int16)
+    return bool(((mine == lo) | (mine == hi)).all())
+
+
 RGB2GREY = Exercise(
     name="rgb2grey", topic=__name__, cases=grey_cases, judge=judge_grey, out_dtype=torch.uint8,
     case_names={"python": ("tiny", "ragged", "tall_wide", "photo", "random"),
-                "cuda": ("tiny", "ragged", "tall_wide", "photo", "large", "random"), "modes": ("memory", "integrity"),
+                "cuda": ("tiny", "ragged", "tall_wide", "photo", "large", "random"),
+                "modes": ("memory", "integrity", "speed"),
                 "triton": ("tiny", "ragged", "tall_wide", "photo", "random")},
     out_numel=lambda case: case.args[0][0].numel(),
     bindings={"cuda": Binding("rgb_to_grayscale", CPP_SRC),
@@ -345,7 +366,9 @@ RGB2GREY = Exercise(
                                "0 <= offs < n is read and written (x up to 3*n - 1).")},
     hints={"memory": "a thread past the last pixel must do nothing: guard the body with `if (i < n)`, "
                      "and index only 0 <= i < n (x up to 3*n - 1).",
-           "computes": "every pixel"})
+           "computes": "every pixel"},
+    speed={"cuda": Speed(reference=CUDA_SRC, inputs=speed_image, agrees=grey_agrees,
+                         where=lambda small: "a {}x{} image".format(*SPEED_SIZE[small]))})
 
 
 @judges(PYTHON)
@@ -356,10 +379,11 @@ def check_rgb2grey(fn, case="photo", seed=None):
 
 @judges(CUDA)
 def check_rgb2grey_cuda(answer, case="photo", func="rgb_to_grayscale", seed=None):
-    """Checks a compiled rgb_to_grayscale (your cuda_src, or the module load_cuda built) on one case: an input case, "memory" or "integrity"."""
+    """Checks a compiled rgb_to_grayscale (your cuda_src, or the module load_cuda built) on one case: an input case,
+    "memory" or "integrity"; "speed" times it against the course's kernel and returns the share of the points."""
     if func != binding(RGB2GREY).func:
         raise ValueError(f"the grayscale exercise's function is {binding(RGB2GREY).func}, not {func!r}")
-    check_cuda(RGB2GREY, answer, case, seed)
+    return check_cuda(RGB2GREY, answer, case, seed)
 
 
 @judges(TRITON)

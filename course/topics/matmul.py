@@ -4,12 +4,14 @@ from functools import partial
 
 import torch
 
+from ..cuda import cuda_begin
 from ..device import cpu_mode
 from ..harness.cuda import Binding, check_cuda
 from ..harness.exercise import (Case, Exercise, expect_tensor, first, judges, order_hint, with_hint,
                                 wrong_elements)
 from ..harness.python import check_python
 from ..harness.rungs import CUDA, PYTHON
+from ..harness.speed import Speed
 
 __all__ = ("weights", "check_matmul", "check_matmul_cuda", "check_matmul_tiled", "check_matmul_tiled_cuda")
 
@@ -18,6 +20,38 @@ SAMPLE = 64  # wrong elements a hint's candidate causes are tested on: enough to
 CPP_SRC = "torch::Tensor matmul(torch::Tensor m, torch::Tensor n);"
 TILED_CPP_SRC = "torch::Tensor matmul_static(torch::Tensor m, torch::Tensor n);"
 WEIGHTS_SEED = 1  # the lecture's torch.manual_seed(1) before weights = torch.randn(784, 10)
+# The tiled lesson's solution (matmul/05_tiling, exercise 6): the kernel the tiled exercise's speed test times against.
+TILED_SRC = cuda_begin + r"""
+constexpr int tw = 16;
+
+__global__ void matmul_ks(float* m, float* n, float* out, int h, int w, int k) {
+    __shared__ float ms[tw][tw], ns[tw][tw];
+    int tc = threadIdx.x, tr = threadIdx.y;
+    int r = blockIdx.y*blockDim.y + tr, c = blockIdx.x*blockDim.x + tc;
+    float p = 0.0f;
+    for (int ph = 0; ph < cdiv(k, tw); ++ph) {
+        int idx = ph*tw;
+        ms[tr][tc] = r < h && idx + tc < k ? m[r*k + idx + tc] : 0.0f;
+        ns[tr][tc] = c < w && idx + tr < k ? n[(idx + tr)*w + c] : 0.0f;
+        __syncthreads();
+        for (int i = 0; i < tw; ++i) p += ms[tr][i] * ns[i][tc];
+        __syncthreads();
+    }
+    if (r < h && c < w) out[r*w + c] = p;
+}
+
+torch::Tensor matmul_static(torch::Tensor m, torch::Tensor n) {
+    CHECK_INPUT(m); CHECK_INPUT(n);
+    int h = m.size(0), w = n.size(1), k = m.size(1);
+    TORCH_CHECK(k == n.size(0), "Size mismatch!");
+    auto output = torch::empty({h, w}, m.options());
+    dim3 tpb(tw, tw);
+    dim3 blocks(cdiv(w, tpb.x), cdiv(h, tpb.y));
+    matmul_ks<<<blocks, tpb>>>(m.data_ptr<float>(), n.data_ptr<float>(), output.data_ptr<float>(), h, w, k);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return output;
+}
+"""
 
 
 def weights():
@@ -274,6 +308,29 @@ RACE_HINT = ("every thread must have written its part of the tile before any thr
              "reading it before any thread overwrites it with the next tile: __syncthreads() after filling the "
              "shared arrays, and again after the loop that uses them.")
 
+SPEED_SIZE = {False: (2048, 2048, 2048), True: (64, 64, 64)}  # (m, k, n) of the speed test: GPU, CPU mode (tests only)
+
+
+def speed_product(gen, device, small):
+    """The speed test's inputs for one call: a fresh random (m, k) and (k, n) pair, made on the device from gen."""
+    m, k, n = SPEED_SIZE[small]
+    return torch.randn(m, k, generator=gen, device=device), torch.randn(k, n, generator=gen, device=device)
+
+
+def product_agrees(yours, args):
+    """Whether yours is a @ b by judge_matmul's rule (the float32 error bound), computed where the tensors are."""
+    a, b = args
+    if tuple(yours.shape) != (a.shape[0], b.shape[1]) or yours.dtype != torch.float32:
+        return False
+    return bool(((yours.double() - a.double() @ b.double()).abs() <= bound(a, b)).all())
+
+
+def cublas(m, n):
+    """cuBLAS's float32 product, TF32 off: the yardstick the speed test reports beside the course's kernel."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    return torch.matmul(m, n)
+
+
 MATMUL = Exercise(
     name="matmul", topic=__name__, cases=matmul_cases, judge=judge_matmul, out_dtype=torch.float32,
     case_names={**CASE_NAMES, "modes": ("memory", "integrity")},
@@ -282,10 +339,13 @@ MATMUL = Exercise(
     hints={"memory": MEMORY_HINT, "computes": "every element of the product"})
 MATMUL_TILED = Exercise(
     name="matmul_tiled", topic=__name__, cases=matmul_cases, judge=partial(judge_matmul, tiled=True), out_dtype=torch.float32,
-    case_names={**CASE_NAMES, "modes": ("memory", "race", "integrity")},
+    case_names={**CASE_NAMES, "modes": ("memory", "race", "integrity", "speed")},
     out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1],
     bindings={"cuda": Binding("matmul_static", TILED_CPP_SRC)},
-    hints={"memory": MEMORY_HINT, "race": RACE_HINT, "computes": "every element of the product, tile by tile"})
+    hints={"memory": MEMORY_HINT, "race": RACE_HINT, "computes": "every element of the product, tile by tile"},
+    speed={"cuda": Speed(reference=TILED_SRC, inputs=speed_product, agrees=product_agrees,
+                         where=lambda small: "a ({0}, {1}) @ ({1}, {2}) product".format(*SPEED_SIZE[small]),
+                         baselines=(("cuBLAS", f"{__name__}:cublas"),))})
 
 
 @judges(PYTHON)
@@ -330,5 +390,6 @@ def check_matmul_cuda(answer, case="digits", seed=None):
 
 @judges(CUDA)
 def check_matmul_tiled_cuda(answer, case="digits", seed=None):
-    """Checks a compiled tiled matmul on one case: an input case, "memory", "race" or "integrity" (which also asks for shared memory)."""
-    check_cuda(MATMUL_TILED, answer, case, seed, needs_shared=True)
+    """Checks a compiled tiled matmul on one case: an input case, "memory", "race" or "integrity" (which also asks for
+    shared memory); "speed" times it against the lesson's tiled kernel and returns the share of the points."""
+    return check_cuda(MATMUL_TILED, answer, case, seed, needs_shared=True)
