@@ -183,3 +183,15 @@ def test_every_students_hidden_sizes_reveal_a_missing_barrier():
         assert any(min(a[0], a[1], b[1]) > 16 for a, b in shapes), shapes
         with pytest.raises(AssertionError, match="elements are wrong"):
             ns["check_matmul_tiled"](ns["matmul_tiled_py"], "random", seed=seed)
+
+
+def test_the_lessons_tiled_kernel_passes_integrity_and_one_without_shared_memory_fails_it():
+    """The shared-memory evidence is the course's marker inside the launch's range: it must reach the judge."""
+    from course import check_matmul_tiled_cuda
+    from course.topics.matmul import TILED_SRC
+    check_matmul_tiled_cuda(TILED_SRC, "integrity")
+    loop = "for (int i = 0; i < tw; ++i) p += ms[tr][i] * ns[i][tc];"
+    naive = TILED_SRC.replace(loop, "for (int i = 0; i < tw && idx + i < k; ++i) p += m[r*k + idx + i] * n[(idx + i)*w + c];"
+                              ).replace("ms[tr][tc] = ", "if (0) ms[tr][tc] = ").replace("ns[tr][tc] = ", "if (0) ns[tr][tc] = ")
+    with pytest.raises(AssertionError, match="did not use shared memory"):
+        check_matmul_tiled_cuda(naive, "integrity")

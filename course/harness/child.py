@@ -87,7 +87,8 @@ def preload():
 
 
 def _launcher_own(event):
-    """Whether a profiled operation ran inside a launch's range (the launcher's own work: Triton's interpreter copies)."""
+    """Whether a profiled operation ran inside a launch's range (the launcher's own work: Triton's interpreter copies;
+    the course's own markers inside it, such as CPU mode's shared-memory use, are evidence and are kept)."""
     from course.harness.integrity import LAUNCHES
     parent = event.cpu_parent
     while parent is not None:
@@ -102,7 +103,8 @@ def _profiled(fn, args, cpu):
     if cpu:  # the autograd profiler sees the same operations, without torch.profiler's import of torch._inductor (2 s)
         with torch.autograd.profiler.profile() as prof:
             y = fn(*args)
-        return y, [("cpu", e.name) for e in prof.function_events if not _launcher_own(e)]
+        return y, [("cpu", e.name) for e in prof.function_events
+                   if not (e.name.startswith("aten::") and _launcher_own(e))]
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         y = fn(*args)
