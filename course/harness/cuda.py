@@ -349,9 +349,10 @@ def _same_outputs(a, b):
     return all(same(x, y) for x, y in pairs if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor))
 
 
-def verdict(job, result, rung=CUDA, words=integrity.CUDA_WORDS):
+def verdict(job, result, rung=CUDA):
     """Judges a child's Result against the job's exercise; raises AssertionError saying what is wrong (run by child.judge).
-    rung and words: whose integrity rule, and how its messages say launch, create and allocate."""
+    rung: whose integrity rule, and the words its messages and the exercise's hints speak."""
+    words = rung.words
     exercise, func, cpu = _exercise(job.exercise), job.func, job.cpu
     if result.error:
         text = result.error
@@ -368,12 +369,12 @@ def verdict(job, result, rung=CUDA, words=integrity.CUDA_WORDS):
         if run.device is not None:  # it returned tensors: one, or several in a tuple
             if any(not d.startswith(want) for d in run.device.split(",")):
                 raise AssertionError(f"{func} returned a tensor on {run.device} for {where}; "
-                                     f"expected it on {want}. Hint: {words.get('allocate', 'allocate it with input.options()')}.")
+                                     f"expected it on {want}. Hint: {words['allocate']}.")
             if not run.contiguous:
                 raise AssertionError(f"{func} returned a non-contiguous tensor for {where}.")
         if job.mode == "integrity":
-            integrity.judge(func, where, run, own, job.needs_shared, exercise.hints.get("computes", "every output element"),
-                            words)
+            integrity.judge(func, where, run, own, words, job.needs_shared,
+                            exercise.hints.get("computes", "every output element"))
         if job.mode == "race" and not _same_outputs(run.value, run.again):
             raise AssertionError(f"{func}: the race check {RACE_SEEN} for {where}, the "
                                  "threads of each block running in another order each time.\n"
@@ -382,7 +383,7 @@ def verdict(job, result, rung=CUDA, words=integrity.CUDA_WORDS):
         # guarded memory is filled like the rest).
         fresh = job.mode == "memory" and not job.cpu
         try:
-            exercise.judge(run.value, Case(where, args, words={"lang": "cuda"}), func,
+            exercise.judge(run.value, Case(where, args, words=words), func,
                            None if fresh else unwritten(run.value))
         except AssertionError as e:
             if element_of(e) is not None:
