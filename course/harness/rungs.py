@@ -52,6 +52,7 @@ class Rung:
     modes: tuple = ()                 # check modes beyond input cases
     own_kernels: Callable = None      # (built file) -> names of the student's kernels in it, None if unreadable
     words: dict = field(default_factory=dict)  # how hints name the rung's launch, index, grid and output (WORDS_KEYS)
+    children: bool = False            # its runner runs each answer in child processes (a check may run in any thread)
 
     def check(self, exercise, answer, case, seed=None, **options):
         """Runs the rung's check of an answer on one case of an exercise."""
@@ -124,8 +125,9 @@ TRITON_WORDS = {"lang": "triton", "launch": "launch it with kernel[grid](...)", 
 PYTHON = Rung("python", sizes="python", small=True, runner=imported("course.harness.python:check_python"),
               answer=FUNCTION, words=PYTHON_WORDS)
 CUDA = Rung("cuda", sizes="cuda", small=False, runner=imported("course.harness.cuda:check_cuda"), answer=SOURCE,
-            modes=("memory", "race", "integrity"), own_kernels=integrity.module_kernels, words=CUDA_WORDS)
+            modes=("memory", "race", "integrity"), own_kernels=integrity.module_kernels, words=CUDA_WORDS,
+            children=True)
 TRITON = Rung("triton", sizes="triton", small=False, runner=imported("course.harness.triton:check_triton"),
               answer=TRITON_SOURCE, modes=("memory", "integrity"), own_kernels=imported("course.harness.triton:jit_names"),
-              words=TRITON_WORDS)
+              words=TRITON_WORDS, children=True)
 RUNGS = {r.name: r for r in (PYTHON, CUDA, TRITON)}
