@@ -22,6 +22,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
+from course.device import cpu_mode
 from course.grading import seeds
 from course.grading.collect import read_download
 from course.grading.compile import compile_jobs
@@ -268,7 +269,26 @@ def test_collect_refuses_bad_input_and_changes_nothing(tmp_path):
 def test_doctor_says_this_machine_can_grade(tmp_path):
     proc = course("doctor", cwd=course_folder(tmp_path))
     assert "ok    python" in proc.stdout and "ok    a tiny kernel compiled and ran" in proc.stdout
+    assert "ok    triton " in proc.stdout and "ok    a tiny Triton kernel " in proc.stdout
     assert proc.stdout.strip().endswith("ready to grade")
+
+
+def test_doctor_checks_triton_its_version_against_torchs_and_a_tiny_kernel(monkeypatch, capsys):
+    import triton
+
+    from course.grading import doctor
+    monkeypatch.setattr(doctor, "triton_pin", lambda: triton.__version__)
+    report = doctor.Report()
+    doctor.check_triton(report)
+    out = capsys.readouterr().out
+    assert report.failed == 0 and f"ok    triton {triton.__version__}" in out
+    assert "ok    a tiny Triton kernel " + ("interpreted (CPU mode)" if cpu_mode() else "compiled for") in out
+    monkeypatch.setattr(doctor, "triton_pin", lambda: "2.0.0")  # a torch built with another triton
+    doctor.check_triton(report, run_kernel=False)
+    assert report.failed == 1 and "but torch was built with triton 2.0.0" in capsys.readouterr().out
+    monkeypatch.setitem(sys.modules, "triton", None)  # not installed (macOS, Windows)
+    doctor.check_triton(report)
+    assert report.failed == 2 and "FAIL  triton cannot be imported" in capsys.readouterr().out
 
 
 # ---- slow: a class released, collected, graded (stopped halfway and resumed), fed back, exported
