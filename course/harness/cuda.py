@@ -373,8 +373,8 @@ def verdict(job, result, rung=CUDA):
             if not run.contiguous:
                 raise AssertionError(f"{func} returned a non-contiguous tensor for {where}.")
         if job.mode == "integrity":
-            integrity.judge(func, where, run, own, words, job.needs_shared,
-                            exercise.hints.get("computes", "every output element"))
+            integrity.judge(func, where, run, own, job.needs_shared, exercise.hints.get("computes", "every output element"),
+                            words)
         if job.mode == "race" and not _same_outputs(run.value, run.again):
             raise AssertionError(f"{func}: the race check {RACE_SEEN} for {where}, the "
                                  "threads of each block running in another order each time.\n"
