@@ -34,13 +34,13 @@ from course.grading.layout import CourseError
 from course.grading.merge import remove_student
 from course.grading.submissions import write_submissions
 from course.grading.verify import disagreement_line, verification_source
-from tests.test_pipeline import EXPECTED_PASSES, L0, L3
+from tests.test_pipeline import EXPECTED_PASSES, L0, L3, L4
 from tests.test_release import ROOT, nbgrader
 
 SECRET = "the instructor's secret for these tests"
 COMMANDS = ("doctor", "release", "collect", "grade", "verify", "merge", "feedback", "export", "new", "examples")
 CLASS = ("alice", "bob", "carol", "dave", "mallory")  # examples/ and tests/tamper/: right, mistakes, nothing, attacks
-NOTEBOOKS = (L0, "02_L1_run_kernel", "03_L2_blk_kernel", L3)
+NOTEBOOKS = (L0, "02_L1_run_kernel", "03_L2_blk_kernel", L3, L4)
 
 
 def course(*args, cwd, check=True, timeout=3600):
@@ -223,7 +223,7 @@ def test_collect_reads_canvas_and_folder_layouts(tmp_path):
     canvas = read_download(lms_zip(tmp_path / "c.zip", staged, ["alice", "bob"]), "grayscale", names)
     assert sorted({(i.student, i.notebook) for i in canvas}) == [(s, n) for s in ("alice", "bob") for n in names]
     one = read_download(lms_zip(tmp_path / "f.zip", staged, ["carol"], style="folders"), "grayscale", names)
-    assert {i.student for i in one} == {"carol"} and len(one) == 4
+    assert {i.student for i in one} == {"carol"} and len(one) == len(NOTEBOOKS)
 
 
 @pytest.mark.timeout(600)
@@ -269,7 +269,26 @@ def test_collect_refuses_bad_input_and_changes_nothing(tmp_path):
 def test_doctor_says_this_machine_can_grade(tmp_path):
     proc = course("doctor", cwd=course_folder(tmp_path))
     assert "ok    python" in proc.stdout and "ok    a tiny kernel compiled and ran" in proc.stdout
+    assert "ok    triton " in proc.stdout and "ok    a tiny Triton kernel " in proc.stdout
     assert proc.stdout.strip().endswith("ready to grade")
+
+
+def test_doctor_checks_triton_its_version_against_torchs_and_a_tiny_kernel(monkeypatch, capsys):
+    import triton
+
+    from course.grading import doctor
+    monkeypatch.setattr(doctor, "triton_pin", lambda: triton.__version__)
+    report = doctor.Report()
+    doctor.check_triton(report)
+    out = capsys.readouterr().out
+    assert report.failed == 0 and f"ok    triton {triton.__version__}" in out
+    assert "ok    a tiny Triton kernel " + ("interpreted (CPU mode)" if cpu_mode() else "compiled for") in out
+    monkeypatch.setattr(doctor, "triton_pin", lambda: "2.0.0")  # a torch built with another triton
+    doctor.check_triton(report, run_kernel=False)
+    assert report.failed == 1 and "but torch was built with triton 2.0.0" in capsys.readouterr().out
+    monkeypatch.setitem(sys.modules, "triton", None)  # not installed (macOS, Windows)
+    doctor.check_triton(report)
+    assert report.failed == 2 and "FAIL  triton cannot be imported" in capsys.readouterr().out
 
 
 # ---- slow: a class released, collected, graded (stopped halfway and resumed), fed back, exported
@@ -356,11 +375,11 @@ def test_a_broken_submission_is_recorded_with_its_reason_and_the_class_is_graded
 def test_one_trusted_pass_judged_every_notebook_and_recorded_how(graded):
     summary = graded["summary"]
     assert summary["disagreements"] == [] and not summary["verify"]  # no second pass: the first one is trusted
-    assert summary["judged"] == {"trusted": 4 * len(summary["graded"])}
+    assert summary["judged"] == {"trusted": len(NOTEBOOKS) * len(summary["graded"])}
     assert "(every test cell by nbgrader's own process)" in graded["output"]
     for entry in ledger(graded["root"]):
         if entry["status"] == "graded":
-            assert set(entry["judged"]) == {L0, "02_L1_run_kernel", "03_L2_blk_kernel", "04_L3_cuda"}
+            assert set(entry["judged"]) == set(NOTEBOOKS)
             assert all(how.startswith("trusted: ") for how in entry["judged"].values())
 
 
@@ -425,7 +444,7 @@ def test_export_writes_grades_and_which_exercise_the_class_failed(graded):
     proc = course("export", "grayscale", cwd=root)
     rows = {r["student"]: r for r in csv.DictReader(open(root / "exports" / "grayscale-grades.csv"))}
     # the speed test's 2 points: measured on a GPU only (alice's kernel is the lesson's own: full marks there)
-    assert rows["alice"]["total"] == ("26" if cpu_mode() else "28") and rows["alice"]["max"] == "28"
+    assert rows["alice"]["total"] == ("33" if cpu_mode() else "35") and rows["alice"]["max"] == "35"
     assert rows["carol"]["total"] == "0" and rows["zed"]["status"] == "failed"
     assert "not a Jupyter notebook" in rows["zed"]["note"] and "kernel stopped" in rows["dave"]["note"]
     tests = {r["test"]: r for r in csv.DictReader(open(root / "exports" / "grayscale-exercises.csv"))}

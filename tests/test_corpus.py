@@ -3,14 +3,15 @@
 tests/corpus/<topic>/cases.py lists the answers of one topic (a folder per answer, `<exercise>.py` holding
 the whole solution cell) and the verdicts each must get. An answer meets its notebook as the grader runs
 it: the instructor's cells in order with the answer in its solution cell (demo and `gpu` cells left out),
-then every test cell of that exercise, hidden tests included, with the course's checks. CUDA answers run
-on the GPU where there is one and in CPU mode elsewhere.
-`python -m tests.test_corpus [--topic T] [--cuda] [--report DIR]` prints the table of verdicts
+then every test cell of that exercise, hidden tests included, with the course's checks. CUDA and Triton answers
+run on the GPU where there is one and in CPU mode elsewhere (CUDA built by g++, Triton in its interpreter).
+`python -m tests.test_corpus [--topic T] [--rung R] [--cuda] [--report DIR]` prints the table of verdicts
 (`COURSE_REPORT_DIR` does the same for the test run).
 """
 import argparse
 import importlib.util
 import json
+import linecache
 import os
 import re
 import sys
@@ -25,12 +26,14 @@ import nbformat
 import pytest
 import torch
 
+import course
 from course.assignments import Assignment
 from course.device import cpu_mode
 from course.grading.seeds import is_test_cell
 from course.grading.trusted import check_call
 from course.harness import cuda as harness_cuda
 from course.harness import python as harness_python
+from course.harness.rungs import PYTHON, RUNGS
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,11 +52,19 @@ def _load(topic):
 SPECS = {t: _load(t) for t in TOPICS}
 EXERCISES = {t: Assignment(t, ROOT).exercises() for t in TOPICS}  # solution grade_id -> its notebook and test cells
 CASES = {f"{t}/{name}": case for t in TOPICS for name, case in SPECS[t].CASES.items()}
+# The fewest known-wrong and known-right answers a topic's corpus holds for each rung its exercises use.
+LEAST = {"python": (5, 3), "cuda": (15, 6), "triton": (10, 4)}
 
 
-def is_cuda(key):
-    """True for an answer to a CUDA exercise (its notebook compiles it)."""
-    return CASES[key].exercise.endswith("_cuda")
+def exercise_rung(topic, exercise):
+    """The Rung whose checks judge an exercise (its test cells' checks say which); PYTHON for a plain value."""
+    kinds = {getattr(course, check).answer_kind for check in EXERCISES[topic][exercise].checks}
+    return next((r for r in RUNGS.values() if r.answer.name in kinds), PYTHON)
+
+
+def rung_of(key):
+    """The Rung of a corpus answer's exercise."""
+    return exercise_rung(key.split("/")[0], CASES[key].exercise)
 
 
 def notebook_cells(topic, exercise, answer):
@@ -80,9 +91,11 @@ def run_case(key):
     case = CASES[key]
     answer = (CORPUS / topic / name / f"{case.exercise}.py").read_text()
     ns, verdicts = {"__name__": "__main__"}, {}
-    for test, code in notebook_cells(topic, case.exercise, answer):
+    for k, (test, code) in enumerate(notebook_cells(topic, case.exercise, answer)):
+        name = f"<{key}:{test or 'cell'}:{k}>"
+        linecache.cache[name] = (len(code), None, code.splitlines(True), name)  # as IPython does: inspect reads it
         try:
-            exec(compile(code, f"<{key}:{test or 'cell'}>", "exec"), ns)
+            exec(compile(code, name, "exec"), ns)
             passed, message = True, ""
         except Exception as e:
             passed, message = False, f"{type(e).__name__}: {e}"
@@ -100,7 +113,7 @@ def hangs(key):
 
 
 def run_corpus(keys, workers, done=lambda results: None):
-    """Verdicts of the named cases: CUDA ones in threads (compiles and child processes), Python ones here.
+    """Verdicts of the named cases: those whose rung runs them in children (CUDA, Triton) in threads, Python ones here.
 
     done(results so far) is called after each case, e.g. to keep a report up to date.
     """
@@ -108,14 +121,14 @@ def run_corpus(keys, workers, done=lambda results: None):
     # The Python answers first, here in the main thread (their time limit needs it), and alone: the timer
     # drill measures sleeps, which threads holding the GIL would stretch.
     for k in keys:
-        if not is_cuda(k):
+        if not rung_of(k).children:
             with pytest.MonkeyPatch.context() as mp:
                 if hangs(k):  # every test waits out its limit: a short one shows the same message sooner
                     mp.setattr(harness_python, "PYTHON_TIMEOUT", HANG_LIMIT)
                 results[k] = run_case(k)
             done(results)
     with ThreadPoolExecutor(workers) as pool:
-        futures = {pool.submit(run_case, k): k for k in keys if is_cuda(k)}
+        futures = {pool.submit(run_case, k): k for k in keys if rung_of(k).children}
         for future in as_completed(futures):
             results[futures[future]] = future.result()
             done(results)
@@ -185,15 +198,14 @@ pytestmark = [pytest.mark.xdist_group("corpus"), pytest.mark.timeout(3600)]
 @pytest.mark.parametrize("topic", TOPICS)
 def test_the_corpus_is_big_and_varied_enough(topic):
     cases = SPECS[topic].CASES
-    cuda = [c for c in cases.values() if c.exercise.endswith("_cuda")]
-    python = [c for c in cases.values() if not c.exercise.endswith("_cuda")]
     wrong = lambda c: bool(expected_failures(c))  # noqa: E731
-    counts = {"known-wrong CUDA": (sum(wrong(c) for c in cuda), 15), "known-right CUDA": (sum(not wrong(c) for c in cuda), 6),
-              "known-wrong Python": (sum(wrong(c) for c in python), 5),
-              "known-right Python": (sum(not wrong(c) for c in python), 3)}
-    kinds = {"CUDA" if e.endswith("_cuda") else "Python" for e in EXERCISES[topic]}
-    short = [f"{have} {kind} answers (at least {need})" for kind, (have, need) in counts.items()
-             if have < need and kind.split()[1] in kinds]
+    short = []
+    for rung in sorted({exercise_rung(topic, e).name for e in EXERCISES[topic]}):
+        mine = [c for c in cases.values() if exercise_rung(topic, c.exercise).name == rung]
+        for known, have, need in zip(("wrong", "right"), (sum(map(wrong, mine)), sum(not wrong(c) for c in mine)),
+                                     LEAST[rung]):
+            if have < need:
+                short.append(f"{have} known-{known} {rung} answers (at least {need})")
     assert not short, f"tests/corpus/{topic}/cases.py lists too few answers: " + ", ".join(short)
     assert len({c.what for c in cases.values()}) == len(cases), "each case a distinct mistake or style"
     for name, case in cases.items():
@@ -215,11 +227,14 @@ def test_each_answer_gets_the_verdicts_it_deserves(verdicts, key):
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Runs the grading corpus and prints its table of verdicts.")
     parser.add_argument("--topic", action="append", choices=TOPICS, help="only this topic (repeatable)")
-    parser.add_argument("--cuda", action="store_true", help="only the CUDA answers")
+    parser.add_argument("--rung", action="append", choices=sorted(RUNGS), help="only this rung's answers (repeatable)")
+    parser.add_argument("--cuda", action="store_true", help="only the CUDA answers (--rung cuda)")
     parser.add_argument("--report", default=os.environ.get("COURSE_REPORT_DIR", "."), help="folder for corpus.md/json")
     parser.add_argument("--workers", type=int, default=default_workers())
     args = parser.parse_args(argv)
-    keys = [k for k in sorted(CASES) if (is_cuda(k) or not args.cuda) and (not args.topic or k.split("/")[0] in args.topic)]
+    rungs = (args.rung or []) + (["cuda"] if args.cuda else [])
+    keys = [k for k in sorted(CASES) if (not rungs or rung_of(k).name in rungs)
+            and (not args.topic or k.split("/")[0] in args.topic)]
     results = run_corpus(keys, args.workers, done=lambda r: report(r, args.report))
     print(report(results, args.report))
     return 1 if any(as_expected(k, r) for k, r in results.items()) else 0

@@ -9,6 +9,7 @@ import course
 from course.assignments import Assignment, declared, topic_exports, topic_modules
 from course.grading.layout import CourseError
 from course.grading.publish import release
+from course.harness.rungs import ANSWERS
 from course.grading.warm import PRELOAD
 from conftest import SLOW_FIRST
 from tests.test_release import ROOT
@@ -24,7 +25,7 @@ def test_every_assignment_is_declared_whole(assignment):
 @pytest.mark.parametrize("assignment", ASSIGNMENTS, ids=lambda a: a.name)
 def test_what_the_course_needs_is_derived_from_the_declaration(assignment):
     for check in assignment.checks():
-        assert getattr(course, check).answer_kind in ("python", "cuda", "value"), check
+        assert getattr(course, check).answer_kind in ANSWERS, check  # an answer a judge knows how to collect
     assert set(assignment.topics()) <= set(PRELOAD)
     assert f"pipeline-{assignment.name}" in SLOW_FIRST
     assert assignment.exercises() and all(e.tests for e in assignment.exercises().values())

@@ -21,13 +21,14 @@ from course.grading.verify import disagreements, verify
 from course.grading.warm import WarmKernels, nbgrader_args
 from tests.test_release import ROOT, nbgrader
 
-L0, L1, L2, L3 = "01_L0_loop", "02_L1_run_kernel", "03_L2_blk_kernel", "04_L3_cuda"
+L0, L1, L2, L3, L4 = "01_L0_loop", "02_L1_run_kernel", "03_L2_blk_kernel", "04_L3_cuda", "05_triton"
 PY_TESTS = ("tiny", "ragged_sizes", "tall_and_wide", "photo", "hidden_sizes")
 CUDA_TESTS = ("tiny", "ragged_sizes", "tall_and_wide", "photo", "large", "hidden_sizes", "memory", "integrity")
 # The speed test (harness/speed.py) awards nothing in CPU mode; on a GPU it times only a kernel that passed every
 # check above, so of the example students only alice's (the lesson's own kernel) is timed, and gets full marks.
 SPEED = () if cpu_mode() else ("speed",)
-PREFIX = {L0: "rgb2grey_py", L1: "rgb2grey_pyk", L2: "rgb2grey_pybk", L3: "rgb_to_grayscale_cuda"}
+TRITON_TESTS = ("tiny", "ragged_sizes", "tall_and_wide", "photo", "hidden_sizes", "memory", "integrity")
+PREFIX = {L0: "rgb2grey_py", L1: "rgb2grey_pyk", L2: "rgb2grey_pybk", L3: "rgb_to_grayscale_cuda", L4: "rgb2grey_triton"}
 
 
 def passed(nb, *tests):
@@ -37,12 +38,15 @@ def passed(nb, *tests):
 # What each example student's mistakes cost them (examples/grayscale/README.md and tests/tamper/grayscale/README.md
 # explain each one). The CUDA tests run on a GPU, or on a CPU in CPU mode.
 EXPECTED_PASSES = {
-    "alice": passed(L0, *PY_TESTS) | passed(L1, *PY_TESTS) | passed(L2, *PY_TESTS) | passed(L3, *CUDA_TESTS, *SPEED),
+    "alice": (passed(L0, *PY_TESTS) | passed(L1, *PY_TESTS) | passed(L2, *PY_TESTS) | passed(L3, *CUDA_TESTS, *SPEED)
+              | passed(L4, *TRITON_TESTS)),
     # 0.299 for red tips the 1x1 case's single pixel the right way only; the missing guard
     # leaves only the photo, whose 19,200 pixels fill 75 blocks exactly; n / threads blocks
     # cover all pixels of the photo (1,200 blocks) and none of the other cases (memory and
-    # integrity award only an answer that is right on the ragged sizes).
-    "bob": passed(L0, "tiny") | passed(L1, *PY_TESTS) | passed(L2, "photo") | passed(L3, "photo"),
+    # integrity award only an answer that is right on the ragged sizes); the Triton store without its mask
+    # writes past the output, which only the memory check sees.
+    "bob": (passed(L0, "tiny") | passed(L1, *PY_TESTS) | passed(L2, "photo") | passed(L3, "photo")
+            | passed(L4, *(t for t in TRITON_TESTS if t != "memory"))),
     "carol": set(),
     "dave": passed(L0, "tiny", "ragged_sizes", "tall_and_wide", "photo") | passed(L1, *PY_TESTS),
     "erin": passed(L0, *PY_TESTS),
@@ -128,7 +132,7 @@ def outputs(course, student, notebook, grade_id):
 @pytest.mark.parametrize("student", STUDENTS)
 def test_each_student_gets_the_marks_their_answers_deserve(graded, student):
     table = grades(f"sqlite:///{graded / 'gradebook.db'}", "grayscale", graded / "release")
-    assert len(table) == 3 * len(PY_TESTS) + len(CUDA_TESTS) + 1  # the speed test
+    assert len(table) == 3 * len(PY_TESTS) + len(CUDA_TESTS) + 1 + len(TRITON_TESTS)  # 1: the speed test
     got = {key for key, row in table.items() if row[student][0] == row[student][1]}
     partial = {key for key, row in table.items() if 0 < row[student][0] < row[student][1]}
     assert not partial
@@ -149,6 +153,8 @@ def test_bobs_messages_name_his_mistakes(graded):
     assert "check the weights" in outputs(graded, "bob", L0, "rgb2grey_py_photo")
     assert "never written" in outputs(graded, "bob", L3, "rgb_to_grayscale_cuda_ragged_sizes")
     assert "impossible grid" in outputs(graded, "bob", L3, "rgb_to_grayscale_cuda_tiny")
+    memory = outputs(graded, "bob", L4, "rgb2grey_triton_memory")
+    assert "outside a tensor" in memory and "mask=mask" in memory and "threadIdx" not in memory
 
 
 def test_a_dead_kernel_keeps_the_points_before_it_and_grades_the_other_notebooks(graded):
@@ -227,7 +233,7 @@ def test_grade_table_lists_every_exercise_and_a_total(graded):
     assert lines[0].split()[:4] == ["exercise", "alice", "bob", "carol"]
     assert lines[1].startswith(f"{L0}/rgb2grey_py_tiny")
     assert lines[-1].split()[0] == "total"
-    assert lines[-1].split()[3] == "0/28"  # 26 points of checks, 2 of speed
+    assert lines[-1].split()[3] == "0/35"  # 33 points of checks, 2 of speed
 
 
 def test_an_edited_test_cell_is_reported_and_restored(graded, tmp_path):

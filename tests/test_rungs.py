@@ -88,3 +88,10 @@ def test_the_trusted_judge_collects_the_toy_rungs_answer_through_its_rung(fn, ve
     else:
         with pytest.raises(AssertionError, match=verdict):
             judge_cell(InProcess({"mine": fn}), cell)
+
+
+def test_every_rung_declares_the_words_its_hints_speak():
+    from course.harness.rungs import RUNGS, WORDS_KEYS
+    for rung in RUNGS.values():
+        assert set(rung.words) == set(WORDS_KEYS), rung.name
+        assert rung.words["lang"] == rung.name

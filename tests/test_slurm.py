@@ -28,7 +28,7 @@ from tests.test_pipeline import EXPECTED_PASSES
 from tests.test_release import ROOT
 
 EXAMPLES = ("alice", "bob", "carol")
-SCORES = {"alice": 26, "bob": 10, "carol": 0}  # README: the example students' grayscale totals, graded on one host
+SCORES = {"alice": 33, "bob": 16, "carol": 0}  # README: the example students' grayscale totals, graded on one host
 
 
 def required():

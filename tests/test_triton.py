@@ -188,3 +188,20 @@ def test_a_function_that_never_launches_a_kernel_fails_integrity():
 def test_the_trusted_judge_collects_the_launch_function_as_source(capsys):
     judge_cell(InProcess({"mine": rgb2grey_triton}), '"""Triton grayscale."""\ncheck_rgb2grey_triton(mine, "tiny")')
     assert capsys.readouterr().out == "rgb2grey_triton: tiny passed\n"
+
+
+def floor_grid(x):
+    n = x.shape[1] * x.shape[2]
+    out = torch.empty(x.shape[1:], dtype=x.dtype, device=x.device)
+    grey_kernel[(n // BLOCK,)](x, out, n, BLOCK=BLOCK)  # rounds down: the last n % BLOCK pixels get no program
+    return out
+
+
+@pytest.mark.parametrize("case, said", [("tiny", "0 programs; triton.cdiv(n, BLOCK_SIZE) rounds up"),
+                                        ("ragged", "n // BLOCK_SIZE programs, which rounds down")])
+def test_a_hint_speaks_the_triton_rungs_words_not_cudas(case, said):
+    with pytest.raises(AssertionError) as info:
+        check_rgb2grey_triton(floor_grid, case)
+    message = str(info.value)
+    assert "never written" in message and said in message
+    assert not re.search(r"threadIdx|blockIdx|<<<|input\.options|cdiv\(n, threads\)", message), message

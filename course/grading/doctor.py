@@ -38,6 +38,69 @@ assert torch.equal(y.cpu(), x.cpu() + 1), "wrong result"
 print(f"{'CPU mode' if cpu_mode() else torch.cuda.get_device_name()}: built in {built:.1f} s, ran right")
 '''
 
+# Run in a fresh process: a tiny Triton kernel, interpreted in CPU mode (as the Triton checks run it), compiled on a GPU.
+_TINY_TRITON = r'''
+import os, time
+from course import cpu_mode, device
+if cpu_mode():
+    os.environ["TRITON_INTERPRET"] = "1"
+import torch, triton, triton.language as tl
+
+@triton.jit
+def add_one(x_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+    offs = tl.program_id(0)*BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + 1, mask=mask)
+
+t = time.perf_counter()
+x = torch.arange(1000, dtype=torch.float32, device=device())
+y = torch.empty_like(x)
+add_one[(triton.cdiv(1000, 256),)](x, y, 1000, BLOCK_SIZE=256)
+assert torch.equal(y.cpu(), x.cpu() + 1), "wrong result"
+print(f"{'interpreted (CPU mode)' if cpu_mode() else 'compiled for ' + torch.cuda.get_device_name()}, "
+      f"ran right in {time.perf_counter() - t:.1f} s")
+'''
+
+
+def triton_pin():
+    """The triton version torch's wheel asks for, e.g. "3.6.0" (its metadata's `triton==` or `~=`); None if none."""
+    from importlib.metadata import PackageNotFoundError, requires
+    try:
+        found = [re.match(r"(?:pytorch-)?triton\s*[=~]=\s*([\w.]+)", r) for r in requires("torch") or []]
+    except PackageNotFoundError:
+        return None
+    return next((m.group(1) for m in found if m), None)
+
+
+def check_triton(r, run_kernel=True):
+    """Reports whether triton imports, is the version torch was built with, and runs a tiny kernel (the Triton lessons)."""
+    try:
+        import triton
+    except ImportError as e:
+        r.fail(f"triton cannot be imported ({e}): the Triton lesson and its checks cannot run",
+               "on Linux torch's wheel brings the triton it was built with: pip install --force-reinstall torch "
+               "(Triton has no macOS or Windows wheels: use Linux, or a Linux container)")
+        return
+    pin = triton_pin()
+    if pin and pin.split(".")[:2] != triton.__version__.split(".")[:2]:
+        r.fail(f"triton {triton.__version__}, but torch was built with triton {pin}",
+               f"{sys.executable} -m pip install triton=={pin} (or reinstall torch, which brings its own)")
+    else:
+        r.ok(f"triton {triton.__version__}" + (f" (torch asks for {pin})" if pin else ""))
+    if not run_kernel:
+        return
+    try:
+        proc = subprocess.run([sys.executable, "-c", _TINY_TRITON], capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, PYTHONWARNINGS="ignore"))
+    except subprocess.TimeoutExpired:
+        r.fail("a tiny Triton kernel took over 5 minutes", "check the machine's load")
+        return
+    if proc.returncode == 0:
+        r.ok(f"a tiny Triton kernel {(proc.stdout.strip().splitlines() or [''])[-1]}")
+    else:
+        r.fail("a tiny Triton kernel did not run:\n      " + proc.stderr.strip()[-1500:].replace("\n", "\n      "),
+               "in CPU mode Triton's interpreter needs only numpy; on a GPU, a triton that matches torch and the driver")
+
 
 class Report:
     """The doctor's findings, printed as they come."""
@@ -95,6 +158,7 @@ def doctor(root=".", compile_kernel=True):
         return 1
     built_for = torch.version.cuda
     r.ok(f"torch {torch.__version__}" + (f" (built for CUDA {built_for})" if built_for else " (a CPU-only build)"))
+    check_triton(r, run_kernel=compile_kernel)
 
     found = gpus()
     env_cpu = os.environ.get("COURSE_CPU_MODE") == "1"

@@ -351,9 +351,10 @@ def _same_outputs(a, b):
     return all(same(x, y) for x, y in pairs if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor))
 
 
-def verdict(job, result, rung=CUDA, words=integrity.CUDA_WORDS):
+def verdict(job, result, rung=CUDA):
     """Judges a child's Result against the job's exercise; raises AssertionError saying what is wrong (run by child.judge).
-    rung and words: whose integrity rule, and how its messages say launch, create and allocate."""
+    rung: whose integrity rule, and the words its messages and the exercise's hints speak."""
+    words = rung.words
     exercise, func, cpu = _exercise(job.exercise), job.func, job.cpu
     if result.error:
         text = result.error
@@ -370,7 +371,7 @@ def verdict(job, result, rung=CUDA, words=integrity.CUDA_WORDS):
         if run.device is not None:  # it returned tensors: one, or several in a tuple
             if any(not d.startswith(want) for d in run.device.split(",")):
                 raise AssertionError(f"{func} returned a tensor on {run.device} for {where}; "
-                                     f"expected it on {want}. Hint: {words.get('allocate', 'allocate it with input.options()')}.")
+                                     f"expected it on {want}. Hint: {words['allocate']}.")
             if not run.contiguous:
                 raise AssertionError(f"{func} returned a non-contiguous tensor for {where}.")
         if job.mode == "integrity":
@@ -384,7 +385,7 @@ def verdict(job, result, rung=CUDA, words=integrity.CUDA_WORDS):
         # guarded memory is filled like the rest).
         fresh = job.mode == "memory" and not job.cpu
         try:
-            exercise.judge(run.value, Case(where, args, words={"lang": "cuda"}), func,
+            exercise.judge(run.value, Case(where, args, words=words), func,
                            None if fresh else unwritten(run.value))
         except AssertionError as e:
             if element_of(e) is not None:

@@ -19,8 +19,6 @@ _ALLOWED_FOREIGN = re.compile(r"at::native::.*(Fill|fill|copy|Copy)|^Mem(cpy|set
 CPU_LAUNCH, CPU_SHARED = "cuda_cpu_launch::", "cuda_cpu_shared::"
 TRITON_LAUNCH = "triton_launch::"  # the profiler range around each launch of a student's @triton.jit kernel
 LAUNCHES = (CPU_LAUNCH, TRITON_LAUNCH)  # ranges named after the student's kernel: a launch of their own
-# How the integrity verdicts tell a student to launch and allocate, in a rung's words.
-CUDA_WORDS = {"launch": "launch it with kernel<<<blocks, threads>>>(...)", "create": "torch::empty"}
 
 
 def base_name(kernel):
@@ -78,9 +76,12 @@ def torch_ops(events):
                    if kind == "cpu" and name.startswith("aten::") and name not in ALLOWED_OPS})
 
 
-def judge(func, where, run, own_names, needs_shared=False, what_computes="every output element", words=CUDA_WORDS):
+def judge(func, where, run, own_names, needs_shared=False, what_computes="every output element", words=None):
     """Raises AssertionError unless the profiled run computed with a kernel of the student's own, and gave the same answer
-    twice; words: how the rung launches and allocates (CUDA_WORDS)."""
+    twice; words: how the rung launches and creates its output (a Rung's words; the CUDA rung's by default)."""
+    if words is None:
+        from .rungs import CUDA  # rungs.py imports this module
+        words = CUDA.words
     ops = torch_ops(run.events)
     own, foreign = kernels(run.events, own_names)
     if ops:

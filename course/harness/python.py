@@ -125,9 +125,9 @@ def check_python(exercise, fn, case, seed=None, hang_hint=None):
         records.append(ran)
         never = unwritten(yours)
         try:  # the hints speak the lesson's names, the student's own where the source shows them
-            words = {"lang": "python", **python_words(ran.get("kernel") or fn)}
+            words = {**PYTHON.words, **python_words(ran.get("kernel") or fn)}
         except Exception:  # reading the evidence must never hide the verdict
-            words = {"lang": "python"}
+            words = PYTHON.words
         try:
             exercise.judge(yours, replace(c, words=words), what, never)
         except AssertionError as e:

@@ -23,9 +23,12 @@ The Python runners' evidence is a record per call (ladder.recording: threads, la
 order of a block's threads) that python.py's call_recorded returns and check_python hands back. Still outside the
 Rung: grading/trusted.py's worker side (answer) knows the requests by name ("collect" runs a rung's own function
 on the notebook's value, in the worker: Triton's source of a launch function) and relays a record's shared
-memory use and thread order itself; hints speak a rung's vocabulary through case.words["lang"] ("python" or "cuda").
+memory use and thread order itself.
+words          a rung's vocabulary for hints: the runners put it into each Case's words (case.words["lang"] is "python",
+               "cuda" or "triton"), so a topic's hint says "the grid" or "the index" in the rung's own code, and
+               integrity.judge says how the rung launches and allocates
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import importlib
 from typing import Callable
 
@@ -51,6 +54,8 @@ class Rung:
     modes: tuple = ()                 # check modes beyond input cases
     own_kernels: Callable = None      # (built file) -> names of the student's kernels in it, None if unreadable
     locate: Callable = None           # (exercise, answer) -> (file, function, loader): what a speed test's child runs
+    words: dict = field(default_factory=dict)  # how hints name the rung's launch, index, grid and output (WORDS_KEYS)
+    children: bool = False            # its runner runs each answer in child processes (a check may run in any thread)
 
     def check(self, exercise, answer, case, seed=None, **options):
         """Runs the rung's check of an answer on one case of an exercise."""
@@ -87,12 +92,46 @@ VALUE = Answer("value", _value)                              # the value itself
 TRITON_SOURCE = Answer("triton", imported("course.harness.triton:collect"))  # a launch function's source, run by the judge
 ANSWERS = {a.name: a for a in (FUNCTION, SOURCE, VALUE, TRITON_SOURCE)}
 
+# The words a rung declares, each a piece of code or a noun its hints use.
+WORDS_KEYS = ("lang",      # "python", "cuda", "triton"
+              "launch",    # how a wrapper launches a kernel (integrity's hint)
+              "create",    # how it creates the output
+              "allocate",  # how it puts the output on the input's device
+              "dtype",     # how it gives the output the input's dtype
+              "index",     # a 1D kernel's global index
+              "lane",      # what handles one element: a thread, or one lane of a program's block
+              "first",     # the first of them
+              "group",     # a group of them (a block, a program), and its plural
+              "groups",
+              "grid",      # the grid that covers n elements, rounding up
+              "floor",     # the same rounded down (the classic mistake)
+              "columns",   # a 2D grid's extent across w columns
+              "store")     # storing an element
+PYTHON_WORDS = {"lang": "python", "launch": "call it with blk_kernel(f, blocks, threads, ...)",
+                "create": "torch.empty", "allocate": "create it with device=x.device", "dtype": "dtype=x.dtype",
+                "index": "i = blockidx*blockdim + threadidx", "lane": "thread", "first": "thread 0 of block 0",
+                "group": "block", "groups": "blocks", "grid": "cdiv(n, threads)", "floor": "n // threads",
+                "columns": "blocks.x = cdiv(w, threads.x)", "store": "out[i] = ..."}
+CUDA_WORDS = {"lang": "cuda", "launch": "launch it with kernel<<<blocks, threads>>>(...)", "create": "torch::empty",
+              "allocate": "allocate it with input.options()", "dtype": "input.options()",
+              "index": "i = blockIdx.x*blockDim.x + threadIdx.x", "lane": "thread", "first": "thread 0 of block 0",
+              "group": "block", "groups": "blocks", "grid": "cdiv(n, threads)", "floor": "n / threads",
+              "columns": "blocks.x = cdiv(w, threads.x)", "store": "out[i] = ..."}
+TRITON_WORDS = {"lang": "triton", "launch": "launch it with kernel[grid](...)", "create": "torch.empty",
+                "allocate": "create it with torch.empty(..., device=x.device)", "dtype": "dtype=x.dtype",
+                "index": "offs = tl.program_id(0)*BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)",
+                "lane": "program lane", "first": "lane 0 of program 0", "group": "program",
+                "groups": "programs", "grid": "triton.cdiv(n, BLOCK_SIZE)", "floor": "n // BLOCK_SIZE",
+                "columns": "triton.cdiv(w, BLOCK_W) programs along the columns' axis",
+                "store": "tl.store(out_ptr + offs, ..., mask=mask)"}
+
 PYTHON = Rung("python", sizes="python", small=True, runner=imported("course.harness.python:check_python"),
-              answer=FUNCTION)
+              answer=FUNCTION, words=PYTHON_WORDS)
 CUDA = Rung("cuda", sizes="cuda", small=False, runner=imported("course.harness.cuda:check_cuda"), answer=SOURCE,
             modes=("memory", "race", "integrity", "speed"), own_kernels=integrity.module_kernels,
-            locate=imported("course.harness.cuda:locate"))
+            locate=imported("course.harness.cuda:locate"), words=CUDA_WORDS, children=True)
 TRITON = Rung("triton", sizes="triton", small=False, runner=imported("course.harness.triton:check_triton"),
               answer=TRITON_SOURCE, modes=("memory", "integrity", "speed"),
-              own_kernels=imported("course.harness.triton:jit_names"), locate=imported("course.harness.triton:locate"))
+              own_kernels=imported("course.harness.triton:jit_names"), locate=imported("course.harness.triton:locate"),
+              words=TRITON_WORDS, children=True)
 RUNGS = {r.name: r for r in (PYTHON, CUDA, TRITON)}

@@ -48,8 +48,6 @@ from .exercise import fill_byte, require_case
 from .integrity import TRITON_LAUNCH
 from .rungs import TRITON
 
-WORDS = {"launch": "launch it with kernel[grid](...)", "create": "torch.empty",
-         "allocate": "create it with torch.empty(..., device=x.device)"}
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
 _SIMPLE = (bool, int, float, str, type(None))
 
@@ -202,7 +200,7 @@ def locate(exercise, answer):
 
 def verdict(job, result):
     """Judges a child's Result (child.judge): the CUDA rung's verdict, with Triton's integrity rule and words."""
-    cuda.verdict(job, result, TRITON, WORDS)
+    cuda.verdict(job, result, TRITON)
 
 
 def _faulted_line(output, module):

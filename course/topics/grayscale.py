@@ -204,11 +204,12 @@ def _ordinal(p):
     return {2: "second", 3: "third"}.get(p, f"{p}th")
 
 
-def _unwritten_hint(missing, maybe, h, w):
+def _unwritten_hint(missing, maybe, h, w, words):
     """What the positions of the never-written pixels say: a small grid, a shifted or gappy index, nothing written.
 
     missing: the wrong pixels that hold the fill value; maybe: every pixel that holds it (a right pixel may be
     171 too); both flat. A pattern is named only when it holds every missing pixel and only pixels in maybe.
+    words: the rung's (Rung.words): its index, grid and store, so a Triton answer reads Triton.
     """
     n = missing.numel()
     idx = missing.nonzero().flatten()
@@ -218,39 +219,39 @@ def _unwritten_hint(missing, maybe, h, w):
     def fits(pattern):
         return bool(pattern[missing].all()) and bool(maybe[pattern].all())
 
-    cover = (" Each pixel needs a thread of its own, together covering 0 to n-1: i = blockIdx.x*blockDim.x + "
-             "threadIdx.x (Python: blockidx*blockdim + threadidx).")
+    lane, group, groups, grid, floor = (words[k] for k in ("lane", "group", "groups", "grid", "floor"))
+    cover = f" Each pixel needs a {lane} of its own, together covering 0 to n-1: {words['index']}."
     if bool(maybe.all()):
-        small = (f" A {h}x{w} image has fewer pixels than a block of 1024: if you compute blocks as n / threads, "
-                 "that is 0 blocks; cdiv(n, threads) rounds up." if n < 1024 else "")
-        return ("no pixel was written. The pixels must be stored into the tensor you return: out[i] = ... "
+        small = (f" A {h}x{w} image has fewer pixels than a {group} of 1024: if you compute {groups} as {floor}, "
+                 f"that is 0 {groups}; {grid} rounds up." if n < 1024 else "")
+        return (f"no pixel was written. The pixels must be stored into the tensor you return: {words['store']} "
                 "(a value a kernel returns is thrown away)." + small)
     held = (~maybe).nonzero().flatten()  # pixels certainly written
     start, end = int(held[-1]) + 1, int(held[0])  # the unwritten tail starts at start; the head ends before end
     if start < n and fits(every >= start):
         causes = []
         if any(start == n // t * t for t in BLOCK_SIZES):
-            causes.append("n / threads blocks, which rounds down (cdiv(n, threads) rounds up)")
+            causes.append(f"{floor} {groups}, which rounds down ({grid} rounds up)")
         if start in BLOCK_SIZES:
-            causes.append("an index that leaves out the block's offset (i = blockIdx.x*blockDim.x + threadIdx.x)")
+            causes.append(f"an index that leaves out the {group}'s offset ({words['index']})")
         if not causes:
-            causes.append("too few blocks for this image: compute them from its size, blocks = cdiv(n, threads)")
-        return (f"only the first {start:,} of {n:,} pixels got a thread: the last {n - start:,} (from "
+            causes.append(f"too few {groups} for this image: compute them from its size, {groups} = {grid}")
+        return (f"only the first {start:,} of {n:,} pixels got a {lane}: the last {n - start:,} (from "
                 f"{_rowcol(start, w)} on) were never written. That fits " + ", or ".join(causes) + ".")
     if end > 0 and fits(every < end):
         first_ones = f"the first {end:,} pixels were" if end > 1 else "pixel 0 was"
-        return (f"{first_ones} never written and every other pixel is right: does your index start past 0? Thread 0 of block 0 must get pixel 0: "
-                "i = blockIdx.x*blockDim.x + threadIdx.x, nothing added.")
+        return (f"{first_ones} never written and every other pixel is right: does your index start past 0? "
+                f"{words['first'][0].upper()}{words['first'][1:]} must get pixel 0: {words['index']}, nothing added.")
     for p in range(2, 9):
         if bool((idx % p != 0).all()) and fits(every % p != 0):
             return (f"only every {_ordinal(p)} pixel (0, {p}, {2 * p}, ...) was written: your index spreads the "
-                    f"threads {p} pixels apart." + cover)
+                    f"{lane}s {p} pixels apart." + cover)
     c = int((idx % w).min())
     if h > 1 and c > 0 and fits(every % w >= c):
         return (f"every column from col {c} on was never written: the grid covers {c} of {w} columns "
-                "across (blocks.x = cdiv(w, threads.x)).")
+                f"across ({words['columns']}).")
     return (f"{count:,} pixels scattered through the image were never written (flat indices {_listed(idx)}; "
-            "pixel i is row i // w, col i % w): your index skips pixels, so they get no thread." + cover)
+            f"pixel i is row i // w, col i % w): your index skips pixels, so they get no {lane}." + cover)
 
 
 def _rowcol(i, w):
@@ -283,12 +284,12 @@ def judge_grey(yours, case, what, unwritten=None):
     A failure's hint comes from what the wrong pixels show (the fill value, where they are, what their values
     match), and says plainly when they show nothing the checker can name.
     """
-    x, where = case.args[0], case.where
+    x, where, words = case.args[0], case.where, {**CUDA.words, **case.words}
     h, w = x.shape[1:]
     expect_tensor(yours, what, where, (h, w), torch.uint8, {
         "return": ", e.g. `return res.view(h, w)`",
         "shape": "the output has one value per pixel: view it as (h, w).",
-        "dtype": "create the output with the input's dtype (x.dtype / input.options())."})
+        "dtype": f"create the output with the input's dtype ({words['dtype']})."})
     yours = yours.cpu().to(torch.int16)
     exact = rgb2grey_exact(x)
     lo, hi = grey_range(exact)
@@ -316,7 +317,7 @@ def judge_grey(yours, case, what, unwritten=None):
         msg += (f"\n  {never:,} of the wrong pixels still hold 171, the value the memory had "
                 "before your code ran: they were probably never written.")
     if never == n_bad:
-        hint = _unwritten_hint(missing.reshape(-1), unwritten.cpu().reshape(-1), h, w)
+        hint = _unwritten_hint(missing.reshape(-1), unwritten.cpu().reshape(-1), h, w, words)
     elif not found and bool(rounded_up[bad].all()) and n_bad >= 0.9 * int((frac >= 0.5 + GREY_SLACK).sum()):
         hint = ("every wrong pixel is one too high where the exact value's fraction is 0.5 or more: "
                 "that is rounding. A grey value is truncated (converting to uint8 drops the fraction).")

@@ -12,6 +12,10 @@ The tests (what each one feeds the answer is in the grader's brief; the sizes ma
     tiny 1x1; ragged_sizes 7x37, 1x257, 33x31; tall_and_wide 1000x1, 1x1000, 3x3001; photo 600x512
     (307,200 pixels, 1,200 blocks of 256); large 2000x3000; hidden_sizes random sizes, h and w in 1..700;
     memory (the ragged sizes under compute-sanitizer); integrity (the ragged sizes, run twice, profiled).
+  Triton rung (rgb2grey_triton -> rgb2grey_triton): TRITON_TESTS. On a GPU the CUDA rung's sizes but large; in CPU
+    mode (Triton's interpreter, a Python call per program) the Python rungs' small ones: tall_and_wide 40x1 and
+    1x40, photo 150x128. hidden_sizes: seed 8443. memory: the ragged sizes under compute-sanitizer on a GPU, on
+    guarded memory in CPU mode (an access past a tensor's end crashes the check's child, which names the line).
   Every test, memory and integrity included, also checks the input, the returned tensor and its pixels,
   so an answer whose pixels are wrong on the ragged sizes fails memory and integrity too.
 
@@ -24,6 +28,7 @@ from tests.corpus.answers import Case, every, tests_of
 
 PY_TESTS = tests_of("grayscale", "rgb2grey_py")
 CUDA_TESTS = tests_of("grayscale", "rgb_to_grayscale_cuda")
+TRITON_TESTS = tests_of("grayscale", "rgb2grey_triton")
 
 # The phrases the failure messages carry.
 PIXELS = "pixels are wrong"
@@ -32,6 +37,7 @@ SHAPE = "returned shape"
 INPUT = "changed its input"
 RAISED = "raised"
 OOB = "out-of-bounds"
+OUTSIDE = "found an access outside a tensor"  # the Triton memory check's words, on a GPU and in CPU mode
 
 
 def py(phrase, but=(), **special):
@@ -40,6 +46,10 @@ def py(phrase, but=(), **special):
 
 def cu(phrase, but=(), **special):
     return every(CUDA_TESTS, phrase, but, **special)
+
+
+def tri(phrase, but=(), **special):
+    return every(TRITON_TESTS, phrase, but, **special)
 
 
 CASES = {
@@ -191,4 +201,64 @@ CASES = {
     "cuda_right_early_return": Case("rgb_to_grayscale_cuda", "right: returns early when n == 0, then launches without an if"),
     "cuda_right_integer_arithmetic": Case("rgb_to_grayscale_cuda", "right: exact integers, (2989*r + 5870*g + 1140*b) / 10000"),
     "cuda_right_double_constants": Case("rgb_to_grayscale_cuda", "right: constants without the f suffix, so the sum is computed in double"),
+
+    # ---- Triton: known wrong -------------------------------------------------------------------------
+    # A mask left out (or one lane too wide) leaves every pixel right: the overrun lands past the tensors, where
+    # nothing looks. On a GPU compute-sanitizer reports it; in CPU mode the interpreter reads and writes the host's
+    # memory at that address without a word, and only the memory check's guarded memory turns it into a verdict.
+    "triton_no_mask": Case(
+        "rgb2grey_triton", "no mask at all: the last program's idle lanes read past x (blue plane) and write past out; the pixels are right",
+        {"memory": OUTSIDE}),
+    "triton_store_unmasked": Case(
+        "rgb2grey_triton", "masked loads, unmasked tl.store: the idle lanes of the last program write past out (bob's mistake)",
+        {"memory": OUTSIDE}),
+    "triton_mask_off_by_one": Case(
+        "rgb2grey_triton", "mask = offs <= n: lane n reads x[3n] and writes out[n], one byte past each (every ragged size has a lane n)",
+        {"memory": OUTSIDE}),
+    "triton_offsets_wrong_size": Case(
+        "rgb2grey_triton", "offs = pid*256 + ... in a kernel launched with BLOCK_SIZE=128 and cdiv(n, 128) programs: every other 128 pixels get no lane;"
+        " images of up to 128 pixels pass (tiny; CPU mode's 40-pixel tall and wide ones, not the GPU's 1000-pixel ones)",
+        cpu=tri(NEVER, but=("tiny", "tall_and_wide"), memory=PIXELS, integrity=PIXELS),
+        gpu=tri(NEVER, but=("tiny",), memory=PIXELS, integrity=PIXELS)),
+    "triton_program_id_axis_1": Case(
+        "rgb2grey_triton", "offs from tl.program_id(1) on a 1D grid: every program gets id 0 and writes the first 256 pixels; images of up to"
+        " 256 pixels pass (tiny; CPU mode's 40-pixel tall and wide ones)",
+        cpu=tri(NEVER, but=("tiny", "tall_and_wide"), memory=PIXELS, integrity=PIXELS),
+        gpu=tri(NEVER, but=("tiny",), memory=PIXELS, integrity=PIXELS)),
+    "triton_floor_grid": Case(
+        "rgb2grey_triton", "n // 256 programs instead of triton.cdiv: the last n % 256 pixels get no lane; a 1x1 image launches 0 programs (Triton"
+        " launches nothing, no error); the photo (75 or 1,200 programs of 256) passes",
+        tri(NEVER, but=("photo",), memory=PIXELS, integrity=PIXELS)),
+    "triton_writes_nothing": Case(
+        "rgb2grey_triton", "computes the grey values and never calls tl.store: no pixel is written",
+        tri(NEVER, memory=NEVER, integrity=NEVER)),
+    "triton_green_blue_swapped": Case(
+        "rgb2grey_triton", "loads green from x_ptr + 2*n and blue from x_ptr + n: the planes swapped (1x1 gives 119 instead of 216)",
+        tri(PIXELS)),
+    "triton_bt709_weights": Case(
+        "rgb2grey_triton", "the BT.709 weights 0.2126, 0.7152, 0.0722: wrong on almost every pixel, the 1x1 one too",
+        tri(PIXELS)),
+    "triton_hwc_interleaved": Case(
+        "rgb2grey_triton", "loads x_ptr + 3*offs, + 1, + 2 (HWC) from a CHW image: the same as CHW only for 1 pixel",
+        tri(PIXELS, but=("tiny",))),
+    "triton_rounds": Case(
+        "rgb2grey_triton", "adds 0.5 before .to(tl.uint8): rounds instead of truncating; the 1x1 pixel's fraction is 0.40, so tiny passes",
+        tri(PIXELS, but=("tiny",))),
+    "triton_float_output": Case(
+        "rgb2grey_triton", "out created as float32 and the float sum stored into it: right values, wrong dtype",
+        tri("dtype")),
+    "triton_torch_beside_dummy": Case(
+        "rgb2grey_triton", "launches its kernel on 0 pixels for show and computes the image with PyTorch: right pixels",
+        {"integrity": "PyTorch operation"}),
+
+    # ---- Triton: known right -------------------------------------------------------------------------
+    "triton_right_block_1024": Case("rgb2grey_triton", "right: the lesson's kernel launched with BLOCK_SIZE=1024"),
+    "triton_right_block_64_constant": Case(
+        "rgb2grey_triton", "right: other names, BLOCK = 64 a module constant, uint8 * float promoted by Triton, a grid lambda of meta"),
+    "triton_right_2d_grid": Case(
+        "rgb2grey_triton", "right: a 2D grid of 16x32 tiles, rows and cols from tl.program_id(0) and (1), a 2D mask rows < h & cols < w"),
+    "triton_right_loop_over_blocks": Case(
+        "rgb2grey_triton", "right: at most 8 programs, each looping over every 8th block of 128 (tl.num_programs as the stride)"),
+    "triton_right_masked_other": Case("rgb2grey_triton", "right: masked loads with other=0"),
+    "triton_right_integer_arithmetic": Case("rgb2grey_triton", "right: exact integers in int32, (2989*r + 5870*g + 1140*b) // 10000"),
 }
