@@ -382,7 +382,7 @@ def verdict(job, result, rung=CUDA, words=integrity.CUDA_WORDS):
         # guarded memory is filled like the rest).
         fresh = job.mode == "memory" and not job.cpu
         try:
-            exercise.judge(run.value, Case(where, args, words={"lang": "cuda"}), func,
+            exercise.judge(run.value, Case(where, args, words={"lang": rung.name}), func,
                            None if fresh else unwritten(run.value))
         except AssertionError as e:
             if element_of(e) is not None:
