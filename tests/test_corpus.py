@@ -3,14 +3,15 @@
 tests/corpus/<topic>/cases.py lists the answers of one topic (a folder per answer, `<exercise>.py` holding
 the whole solution cell) and the verdicts each must get. An answer meets its notebook as the grader runs
 it: the instructor's cells in order with the answer in its solution cell (demo and `gpu` cells left out),
-then every test cell of that exercise, hidden tests included, with the course's checks. CUDA answers run
-on the GPU where there is one and in CPU mode elsewhere.
-`python -m tests.test_corpus [--topic T] [--cuda] [--report DIR]` prints the table of verdicts
+then every test cell of that exercise, hidden tests included, with the course's checks. CUDA and Triton answers
+run on the GPU where there is one and in CPU mode elsewhere (Triton's in its interpreter).
+`python -m tests.test_corpus [--topic T] [--cuda] [--rung R] [--report DIR]` prints the table of verdicts
 (`COURSE_REPORT_DIR` does the same for the test run).
 """
 import argparse
 import importlib.util
 import json
+import linecache
 import os
 import re
 import sys
@@ -25,11 +26,13 @@ import nbformat
 import pytest
 import torch
 
+import course
 from course.assignments import Assignment
 from course.device import cpu_mode
 from course.grading.seeds import is_test_cell
 from course.harness import cuda as harness_cuda
 from course.harness import python as harness_python
+from course.harness.rungs import PYTHON, RUNGS
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,9 +53,25 @@ EXERCISES = {t: Assignment(t, ROOT).exercises() for t in TOPICS}  # solution gra
 CASES = {f"{t}/{name}": case for t in TOPICS for name, case in SPECS[t].CASES.items()}
 
 
-def is_cuda(key):
-    """True for an answer to a CUDA exercise (its notebook compiles it)."""
-    return CASES[key].exercise.endswith("_cuda")
+# per rung: how many known-wrong and known-right answers a topic's corpus needs at least
+ENOUGH = {"cuda": (15, 6), "python": (5, 3), "triton": (10, 4)}
+
+
+def rung_of(topic, exercise):
+    """The Rung (harness/rungs.py) whose checks judge an exercise, from the checks its test cells call; the Python
+    rung for answers judged as values."""
+    kinds = {getattr(course, check).answer_kind for check in EXERCISES[topic][exercise].checks}
+    return RUNGS.get(kinds.pop(), PYTHON) if len(kinds) == 1 else PYTHON
+
+
+def rung(key):
+    """The Rung that judges a corpus answer."""
+    return rung_of(key.split("/")[0], CASES[key].exercise)
+
+
+def in_child(key):
+    """True for an answer that its checks run in child processes (every rung's but Python's, which runs here)."""
+    return rung(key) is not PYTHON
 
 
 def notebook_cells(topic, exercise, answer):
@@ -79,9 +98,12 @@ def run_case(key):
     case = CASES[key]
     answer = (CORPUS / topic / name / f"{case.exercise}.py").read_text()
     ns, verdicts = {"__name__": "__main__"}, {}
-    for test, code in notebook_cells(topic, case.exercise, answer):
+    for n, (test, code) in enumerate(notebook_cells(topic, case.exercise, answer)):
+        filename = f"<{key}:{n}:{test or 'cell'}>"
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)  # as IPython keeps a cell's
+        # text, so inspect.getsource finds the functions it defines (a Triton check sends their source)
         try:
-            exec(compile(code, f"<{key}:{test or 'cell'}>", "exec"), ns)
+            exec(compile(code, filename, "exec"), ns)
             passed, message = True, ""
         except Exception as e:
             passed, message = False, f"{type(e).__name__}: {e}"
@@ -99,7 +121,7 @@ def hangs(key):
 
 
 def run_corpus(keys, workers, done=lambda results: None):
-    """Verdicts of the named cases: CUDA ones in threads (compiles and child processes), Python ones here.
+    """Verdicts of the named cases: CUDA and Triton ones in threads (compiles and child processes), Python ones here.
 
     done(results so far) is called after each case, e.g. to keep a report up to date.
     """
@@ -107,14 +129,14 @@ def run_corpus(keys, workers, done=lambda results: None):
     # The Python answers first, here in the main thread (their time limit needs it), and alone: the timer
     # drill measures sleeps, which threads holding the GIL would stretch.
     for k in keys:
-        if not is_cuda(k):
+        if not in_child(k):
             with pytest.MonkeyPatch.context() as mp:
                 if hangs(k):  # every test waits out its limit: a short one shows the same message sooner
                     mp.setattr(harness_python, "PYTHON_TIMEOUT", HANG_LIMIT)
                 results[k] = run_case(k)
             done(results)
     with ThreadPoolExecutor(workers) as pool:
-        futures = {pool.submit(run_case, k): k for k in keys if is_cuda(k)}
+        futures = {pool.submit(run_case, k): k for k in keys if in_child(k)}
         for future in as_completed(futures):
             results[futures[future]] = future.result()
             done(results)
@@ -184,15 +206,13 @@ pytestmark = [pytest.mark.xdist_group("corpus"), pytest.mark.timeout(3600)]
 @pytest.mark.parametrize("topic", TOPICS)
 def test_the_corpus_is_big_and_varied_enough(topic):
     cases = SPECS[topic].CASES
-    cuda = [c for c in cases.values() if c.exercise.endswith("_cuda")]
-    python = [c for c in cases.values() if not c.exercise.endswith("_cuda")]
-    wrong = lambda c: bool(expected_failures(c))  # noqa: E731
-    counts = {"known-wrong CUDA": (sum(wrong(c) for c in cuda), 15), "known-right CUDA": (sum(not wrong(c) for c in cuda), 6),
-              "known-wrong Python": (sum(wrong(c) for c in python), 5),
-              "known-right Python": (sum(not wrong(c) for c in python), 3)}
-    kinds = {"CUDA" if e.endswith("_cuda") else "Python" for e in EXERCISES[topic]}
-    short = [f"{have} {kind} answers (at least {need})" for kind, (have, need) in counts.items()
-             if have < need and kind.split()[1] in kinds]
+    short = []
+    for name in sorted({rung_of(topic, e).name for e in EXERCISES[topic]}):
+        answers = [c for c in cases.values() if rung_of(topic, c.exercise).name == name]
+        wrong = sum(bool(expected_failures(c)) for c in answers)
+        for kind, have, need in zip(("known-wrong", "known-right"), (wrong, len(answers) - wrong), ENOUGH[name]):
+            if have < need:
+                short.append(f"{have} {kind} {name} answers (at least {need})")
     assert not short, f"tests/corpus/{topic}/cases.py lists too few answers: " + ", ".join(short)
     assert len({c.what for c in cases.values()}) == len(cases), "each case a distinct mistake or style"
     for name, case in cases.items():
@@ -214,11 +234,13 @@ def test_each_answer_gets_the_verdicts_it_deserves(verdicts, key):
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Runs the grading corpus and prints its table of verdicts.")
     parser.add_argument("--topic", action="append", choices=TOPICS, help="only this topic (repeatable)")
-    parser.add_argument("--cuda", action="store_true", help="only the CUDA answers")
+    parser.add_argument("--cuda", action="store_true", help="only the answers a GPU runs (every rung's but Python's)")
+    parser.add_argument("--rung", action="append", choices=sorted(RUNGS), help="only this rung's answers (repeatable)")
     parser.add_argument("--report", default=os.environ.get("COURSE_REPORT_DIR", "."), help="folder for corpus.md/json")
     parser.add_argument("--workers", type=int, default=default_workers())
     args = parser.parse_args(argv)
-    keys = [k for k in sorted(CASES) if (is_cuda(k) or not args.cuda) and (not args.topic or k.split("/")[0] in args.topic)]
+    keys = [k for k in sorted(CASES) if (in_child(k) or not args.cuda) and (not args.rung or rung(k).name in args.rung)
+            and (not args.topic or k.split("/")[0] in args.topic)]
     results = run_corpus(keys, args.workers, done=lambda r: report(r, args.report))
     print(report(results, args.report))
     return 1 if any(as_expected(k, r) for k, r in results.items()) else 0

@@ -7,11 +7,11 @@ import torch
 from ..device import cpu_mode
 from ..harness.cuda import Binding, check_cuda
 from ..harness.evidence import loads_without_other, tf32_dots
-from ..harness.exercise import (Case, Exercise, expect_tensor, first, judges, order_hint, with_hint,
-                                wrong_elements)
+from ..harness.exercise import (Case, Exercise, element_of, expect_tensor, first, judges, order_hint, split_hint,
+                                with_hint, wrong_elements)
 from ..harness.python import check_python
 from ..harness.rungs import CUDA, PYTHON, TRITON
-from ..harness.triton import Launch, check_triton
+from ..harness.triton import Launch, check_triton, source_of
 
 __all__ = ("weights", "check_matmul", "check_matmul_cuda", "check_matmul_tiled", "check_matmul_tiled_cuda",
            "check_matmul_triton")
@@ -105,8 +105,9 @@ def _dots(rows, cols):
 
 def _names(words):
     """The names a hint uses: the student's where the runner read them, else the lesson's (r, c, i, m, n, out)."""
-    return {"lang": "cuda", "row": "r", "col": "c", "loop": "i", "a": "m", "b": "n", "out": "out", "flat": True,
-            **(words or {})}
+    lang = (words or {}).get("lang", "cuda")
+    return {"lang": lang, "row": "r", "col": "c", "loop": "k" if lang == "triton" else "i", "a": "m", "b": "n",
+            "out": "out", "flat": True, **(words or {})}
 
 
 def _unwritten_hint(bad, w, tiled):
@@ -117,16 +118,15 @@ def _unwritten_hint(bad, w, tiled):
     rows, cols = bad.any(1).nonzero().flatten(), bad.any(0).nonzero().flatten()
     where = ""
     source = "blockidx" if python else "blockIdx"
-    axes = ({"y": "axis 1", "x": "axis 0", "from_y": "tl.program_id(1)", "from_x": "tl.program_id(0)"}
-            if w["lang"] == "triton" else {"y": "y", "x": "x", "from_y": f"{source}.y", "from_x": f"{source}.x"})
+    axes = ({"y": "axis 1", "x": "axis 0", "row": "pid_r (the tile row) comes from tl.program_id(1)",
+             "col": "pid_c (the tile column) comes from tl.program_id(0)"} if w["lang"] == "triton" else
+            {"y": "y", "x": "x", "row": f"{r} comes from {source}.y", "col": f"{c} comes from {source}.x"})
     if bool(bad[rows.min():, :].all()) and rows.min() > 0:
         where = (f" (every row from {int(rows.min())} on: the grid covers only {int(rows.min())} rows: its "
-                 f"{axes['y']} extent is too small, or the kernel takes its row from {axes['x']}: {r} comes from "
-                 f"{axes['from_y']})")
+                 f"{axes['y']} extent is too small, or the kernel takes its row from {axes['x']}: {axes['row']})")
     elif bool(bad[:, cols.min():].all()) and cols.min() > 0:
         where = (f" (every column from {int(cols.min())} on: the grid covers only {int(cols.min())} columns: its "
-                 f"{axes['x']} extent is too small, or the kernel takes its column from {axes['y']}: {c} comes from "
-                 f"{axes['from_x']})")
+                 f"{axes['x']} extent is too small, or the kernel takes its column from {axes['y']}: {axes['col']})")
     if w["lang"] == "triton":
         cover = ("launch a program for every tile of the output, grid = (triton.cdiv(w, BN), triton.cdiv(h, BM)) "
                  "with axis 0 for columns and axis 1 for rows, and have each store its whole tile with "
@@ -190,7 +190,11 @@ def _hint(yours, a, b, bad, never, tol, words=None, tiled=False):
     row, col = a64[r], b64[:, c].t()  # each sampled element's row of a and column of b
     p = r * n + c  # where the kernel wrote each sampled element, counted row by row
     found = []
-    if bool((y == 0).all()):
+    if bool((y == 0).all()) and w["lang"] == "triton" and not bool(bad.all()):
+        found.append("your kernel wrote 0 there: either the k loop never ran for them (check its bounds, range(0, k, "
+                     "BK)), or a tl.store without a mask wrote the lanes of a tile past the last column, which hold 0, "
+                     "onto the first elements of the next row. Store with mask=(rows[:, None] < h) & (cols[None, :] < w)")
+    elif bool((y == 0).all()):
         found.append(f"your kernel wrote 0 everywhere: the loop over {i_} never ran (check its bounds) or the sum is "
                      "not what is stored")
     if bool((y == y.round()).all()) and not bool((y == 0).all()):
@@ -397,4 +401,13 @@ def check_matmul_tiled_cuda(answer, case="digits", seed=None):
 @judges(TRITON)
 def check_matmul_triton(fn, case="digits", seed=None):
     """Checks a launch function of a @triton.jit matmul kernel on one case: an input case, "memory" or "integrity"."""
-    check_triton(MATMUL, fn, case, seed)
+    try:
+        check_triton(MATMUL, fn, case, seed)
+    except AssertionError as e:
+        tf32 = tf32_dots(source_of(fn).text) if element_of(e) is not None else []
+        if not tf32 or "input_precision" in str(e):
+            raise
+        _, hint = split_hint(str(e))
+        raise with_hint(e, f"{hint + ' ' if hint else ''}Besides, `{tf32[0]}` leaves TF32 on (tl.dot's default input_precision=\"tf32\"), "
+                           "which alone puts the products outside the float32 bound on a GPU: pass "
+                           "input_precision=\"ieee\".") from None
