@@ -105,9 +105,8 @@ def _dots(rows, cols):
 
 def _names(words):
     """The names a hint uses: the student's where the runner read them, else the lesson's (r, c, i, m, n, out)."""
-    lang = (words or {}).get("lang", "cuda")
-    return {"lang": lang, "row": "r", "col": "c", "loop": "k" if lang == "triton" else "i", "a": "m", "b": "n",
-            "out": "out", "flat": True, **(words or {})}
+    return {"lang": "cuda", "row": "r", "col": "c", "loop": "i", "a": "m", "b": "n", "out": "out", "flat": True,
+            **(words or {})}
 
 
 def _unwritten_hint(bad, w, tiled):
@@ -195,8 +194,16 @@ def _hint(yours, a, b, bad, never, tol, words=None, tiled=False):
                      "BK)), or a tl.store without a mask wrote the lanes of a tile past the last column, which hold 0, "
                      "onto the first elements of the next row. Store with mask=(rows[:, None] < h) & (cols[None, :] < w)")
     elif bool((y == 0).all()):
-        found.append(f"your kernel wrote 0 everywhere: the loop over {i_} never ran (check its bounds) or the sum is "
+        loop = "the k loop" if w["lang"] == "triton" else f"the loop over {i_}"
+        found.append(f"your kernel wrote 0 everywhere: {loop} never ran (check its bounds) or the sum is "
                      "not what is stored")
+    if tiled or w["lang"] == "triton":
+        stops = sorted({end for t in (16, 32, 64, 128) for end in (k - k % t, k - t) if 0 < end < k - 1})
+        for stop in [end for end in stops if fits(_dots(row[:, :end], col[:, :end]))][:1]:
+            found.append(f"every element misses the products of the last {k - stop} values of k (from {stop} on): the "
+                         "loop over k's tiles stops a tile early. It must cover the last, partial tile too: "
+                         + ("for k0 in range(0, k, BK), its loads masked with ks < k" if w["lang"] == "triton" else
+                            "cdiv(k, tw) phases, each tile load bounded by idx + tc < k and idx + tr < k"))
     if bool((y == y.round()).all()) and not bool((y == 0).all()):
         found.append("every value is a whole number: something rounds the sum or its products (int(...), round, //, "
                      "an integer tensor). Keep them float, and start the sum at 0.0" if python else
