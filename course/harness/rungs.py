@@ -21,7 +21,8 @@ The Python runners' evidence is a record per call (ladder.recording: threads, la
 order of a block's threads) that python.py's call_recorded returns and check_python hands back. Still outside the
 Rung: grading/trusted.py's worker side (answer) knows the requests by name ("collect" runs a rung's own function
 on the notebook's value, in the worker: Triton's source of a launch function) and relays a record's shared
-memory use and thread order itself; hints speak a rung's vocabulary through case.words["lang"] (the rung's name: "python", "cuda", "triton").
+memory use and thread order itself; hints speak a rung's vocabulary through case.words["lang"] (the rung's name:
+"python", "cuda", "triton").
 """
 from dataclasses import dataclass
 import importlib

@@ -329,8 +329,8 @@ def _source_verdict(text, mode, cpu):
     CPU mode, whose interpreter multiplies in float32 with numpy whatever tl.dot is told, TF32 left on."""
     loose = loads_without_other(text)
     if mode == "memory" and loose:
-        return (f"a tile load in the k loop has a mask but no other=: `{loose[0]}`. Where the mask is off, its lanes hold "
-                "whatever Triton leaves there (undefined, says its documentation: 0 in the interpreter and often on a "
+        return (f"a tile load in the k loop has a mask but no other=: `{loose[0]}`. Where the mask is off, its lanes "
+                "hold whatever Triton leaves there (undefined, says its documentation: 0 in the interpreter and often on a "
                 "GPU, but nothing promises it), and tl.dot adds them into the sums of the last, partial tile.\n"
                 "Hint: give every masked tile load other=0.0, so the lanes past the matrix add nothing.")
     tf32 = tf32_dots(text) if cpu else []
@@ -415,6 +415,6 @@ def check_matmul_triton(fn, case="digits", seed=None):
         if not tf32 or "input_precision" in str(e):
             raise
         _, hint = split_hint(str(e))
-        raise with_hint(e, f"{hint + ' ' if hint else ''}Besides, `{tf32[0]}` leaves TF32 on (tl.dot's default input_precision=\"tf32\"), "
-                           "which alone puts the products outside the float32 bound on a GPU: pass "
-                           "input_precision=\"ieee\".") from None
+        raise with_hint(e, f"{hint + ' ' if hint else ''}Besides, `{tf32[0]}` leaves TF32 on (tl.dot's default "
+                           "input_precision=\"tf32\"), which alone puts the products outside the float32 bound on a "
+                           "GPU: pass input_precision=\"ieee\".") from None
