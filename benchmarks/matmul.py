@@ -5,9 +5,13 @@ that assign `*_src = cuda_begin + ...`, and the solutions), so the figures are t
 teaches. One more is the benchmark's own: the 16x16 tiled kernel (one output a thread) reading shared
 memory four floats at a time, to measure what 05_tiling says of it (no faster: an SM's shared memory
 delivers 128 bytes a cycle however they are asked for, and each multiply-add needs 8 bytes a thread).
+The Triton kernel is 06_triton's solution cell (matmul_kernel, input_precision="ieee"), imported from a file of its
+text, launched with the lesson's 32x32x32 tiles and with the larger tiles a GPU wants (TRITON_TILES); in CPU mode
+it is skipped, with a line saying why.
 Run it on the GPU host: python benchmarks/matmul.py [--json FILE] [--sizes 1024 4096].
 """
 import argparse
+import importlib.util
 import json
 import re
 import time
@@ -16,7 +20,8 @@ from pathlib import Path
 import nbformat
 import torch
 
-from course import cuda_begin, cuda_time, load_cuda
+from course import cpu_mode, cuda_begin, cuda_time, load_cuda
+from course.harness.triton import HEADER, Source, written
 
 ROOT = Path(__file__).resolve().parent.parent
 # name in the report -> (notebook, variable holding the source, function, extra arguments)
@@ -27,6 +32,14 @@ KERNELS = {
     "tiled 16, float4 reads": (None, "WIDE_SRC", "matmul_wide", ()),
     "tiled, 2x2 a thread": ("05_tiling", "coarse_src", "matmul_2x2", ()),
     "8x8 a thread (register tiling)": ("05_tiling", "rt_src", "matmul_rt", ()),
+}
+
+# name in the report -> the Triton lesson's kernel launched with (BM, BN, BK, num_warps, num_stages)
+TRITON_TILES = {
+    "Triton (06), 32x32x32 as taught": (32, 32, 32, 4, 3),
+    "Triton (06), 64x64x32": (64, 64, 32, 4, 3),
+    "Triton (06), 128x64x32": (128, 64, 32, 4, 4),
+    "Triton (06), 128x128x32, 8 warps": (128, 128, 32, 8, 3),
 }
 
 
@@ -80,6 +93,34 @@ def sources(notebook):
     return found
 
 
+def triton_source():
+    """06_triton's solution cell (the kernel and its launch function) as a module's text, with Triton's imports."""
+    nb = nbformat.read(ROOT / "source" / "matmul" / "06_triton.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "matmul_triton")
+    return HEADER + cell.source + "\n"
+
+
+def triton_launches():
+    """{name: launch(a, b)} of the lesson's matmul_kernel with each of TRITON_TILES (Triton compiles it at the first)."""
+    import triton
+    path = written(Source("matmul_triton", triton_source()))  # a file: Triton reads a kernel's source from it
+    spec = importlib.util.spec_from_file_location("lesson_06_triton", path)
+    lesson = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(lesson)
+
+    def tiled(bm, bn, bk, warps, stages):
+        def launch(a, b):
+            h, k = a.shape
+            w = b.shape[1]
+            out = torch.empty(h, w, dtype=a.dtype, device=a.device)
+            lesson.matmul_kernel[(triton.cdiv(w, bn), triton.cdiv(h, bm))](
+                a, b, out, h, w, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), out.stride(0), out.stride(1),
+                BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages)
+            return out
+        return launch
+    return {name: tiled(*tiles) for name, tiles in TRITON_TILES.items()}
+
+
 def declaration(src, func):
     """The C++ declaration of func as cuda_src defines it (the lecture's get_sig)."""
     m = re.search(rf"^(torch::Tensor\s+{func}\s*\([^)]*\))\s*\{{", src, re.M)
@@ -98,6 +139,11 @@ def main(argv=None):
         src = sources(notebook)[var] if notebook else globals()[var]
         module = load_cuda(src, declaration(src, func), [func], opt=True)
         funcs[name] = (getattr(module, func), extra)
+    if cpu_mode():
+        print("Triton: skipped in CPU mode: its interpreter runs each program in Python with numpy, there is no GPU "
+              "time to measure")
+    else:
+        funcs.update({name: (launch, ()) for name, launch in triton_launches().items()})
     report = {"host": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
               "date": time.strftime("%Y-%m-%d"), "timer": "course.cuda_time: CUDA events, 3 warm-up calls, median",
               "sizes": {}}

@@ -21,6 +21,13 @@ def test_the_matmul_benchmarks_own_kernel_is_right_on_ragged_shapes():
             assert (got - a.double() @ b.double()).abs().max() < 1e-3, (name, (h, k, w))
 
 
+def test_the_matmul_benchmark_times_the_triton_lessons_own_kernel_in_float32():
+    from course.harness.evidence import tf32_dots
+    text = bench.triton_source()
+    assert "@triton.jit\ndef matmul_kernel(" in text and 'tl.dot(a, b, input_precision="ieee")' in text
+    assert not tf32_dots(text)
+
+
 def test_no_benchmark_imports_from_the_tests():
     for path in sorted((Path(__file__).resolve().parent.parent / "benchmarks").glob("*.py")):
         tree = ast.parse(path.read_text())

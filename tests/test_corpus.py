@@ -228,13 +228,12 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="Runs the grading corpus and prints its table of verdicts.")
     parser.add_argument("--topic", action="append", choices=TOPICS, help="only this topic (repeatable)")
     parser.add_argument("--rung", action="append", choices=sorted(RUNGS), help="only this rung's answers (repeatable)")
-    parser.add_argument("--cuda", action="store_true", help="only the CUDA answers (--rung cuda)")
+    parser.add_argument("--cuda", action="store_true", help="only the answers a GPU runs (every rung's but Python's)")
     parser.add_argument("--report", default=os.environ.get("COURSE_REPORT_DIR", "."), help="folder for corpus.md/json")
     parser.add_argument("--workers", type=int, default=default_workers())
     args = parser.parse_args(argv)
-    rungs = (args.rung or []) + (["cuda"] if args.cuda else [])
-    keys = [k for k in sorted(CASES) if (not rungs or rung_of(k).name in rungs)
-            and (not args.topic or k.split("/")[0] in args.topic)]
+    keys = [k for k in sorted(CASES) if (rung_of(k).children or not args.cuda)
+            and (not args.rung or rung_of(k).name in args.rung) and (not args.topic or k.split("/")[0] in args.topic)]
     results = run_corpus(keys, args.workers, done=lambda r: report(r, args.report))
     print(report(results, args.report))
     return 1 if any(as_expected(k, r) for k, r in results.items()) else 0

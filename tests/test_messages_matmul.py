@@ -195,3 +195,67 @@ def test_the_lessons_tiled_kernel_passes_integrity_and_one_without_shared_memory
                               ).replace("ms[tr][tc] = ", "if (0) ms[tr][tc] = ").replace("ns[tr][tc] = ", "if (0) ns[tr][tc] = ")
     with pytest.raises(AssertionError, match="did not use shared memory"):
         check_matmul_tiled_cuda(naive, "integrity")
+
+
+# ---- Triton (06_triton): TF32, which CPU mode's interpreter cannot show, and masked loads without other= ----------
+TRITON_CELL = alice("matmul", "matmul_triton")
+IEEE = 'acc += tl.dot(a, b, input_precision="ieee")'
+
+
+@pytest.mark.parametrize("call, tf32", [
+    ("tl.dot(a, b)", True), ("tl.dot(a, b, acc)", True), ('tl.dot(a, b, acc, "tf32")', True),
+    ("tl.dot(a, b, allow_tf32=True)", True), ('tl.dot(a, b, input_precision="ieee")', False),
+    ("tl.dot(a, b, allow_tf32=False)", False), ('tl.dot(a, b, input_precision="tf32x3")', False),
+    ("tl.dot(a, b, input_precision=PRECISION)", False)])
+def test_the_source_says_which_tl_dot_leaves_tf32_on(call, tf32):
+    from course.harness.evidence import tf32_dots
+    assert tf32_dots(f"def k(a, b, acc, PRECISION):\n    c = {call}\n") == ([f"c = {call}"] if tf32 else [])
+
+
+def test_only_masked_loads_in_a_loop_without_other_are_named():
+    from course.harness.evidence import loads_without_other
+    text = ("def k(p, n, K):\n    x = tl.load(p, mask=n)\n    for i in range(K):\n        y = tl.load(p + i, mask=n)\n"
+            "        z = tl.load(p + i, mask=n, other=0.0)\n        u = tl.load(p + i)\n")
+    assert loads_without_other(text) == ["y = tl.load(p + i, mask=n)"]
+
+
+def _triton(text):
+    from course.harness.triton import HEADER, Source
+    return Source("matmul_triton", HEADER + text)
+
+
+def _triton_message(text, case):
+    from course import check_matmul_triton
+    with pytest.raises(AssertionError) as caught:
+        check_matmul_triton(_triton(text), case)
+    return str(caught.value)
+
+
+@pytest.mark.skipif(has_gpu(), reason="CPU mode's verdict: on a GPU the values show TF32")
+def test_in_cpu_mode_a_tf32_dot_fails_from_its_source_and_names_ieee():
+    message = _triton_message(TRITON_CELL.replace(IEEE, "acc += tl.dot(a, b)"), "ragged")
+    assert "only because CPU mode's Triton interpreter multiplies in float32" in message
+    assert 'input_precision="ieee"' in message and "`acc += tl.dot(a, b)`" in message
+
+
+def test_tf32_inputs_are_named_from_the_values_as_a_gpu_computes_them():
+    """TF32 as a tensor core reads it (the low 13 bits of each float32 ignored), computed by the kernel itself: the
+    values alone must name input_precision="ieee" (the kernel's own tl.dot is "ieee", so the source says nothing)."""
+    truncated = ("a = (a.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)\n        "
+                 "b = (b.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)\n        " + IEEE)
+    message = _triton_message(TRITON_CELL.replace(IEEE, truncated), "ragged")
+    assert "what TF32 inputs give" in message and 'input_precision="ieee"' in message
+
+
+@pytest.mark.skipif(has_gpu(), reason="on a GPU TF32's error hides which products are missing")
+def test_a_wrong_answer_with_tf32_left_on_hears_of_both():
+    short = TRITON_CELL.replace(IEEE, "acc += tl.dot(a, b)").replace("range(0, k, BK)", "range(0, k - BK, BK)")
+    message = _triton_message(short, "ragged")
+    assert "stops a tile early" in message and "Besides, `acc += tl.dot(a, b)` leaves TF32 on" in message
+
+
+def test_a_masked_tile_load_without_other_fails_the_memory_check_only():
+    from course import check_matmul_triton
+    loose = TRITON_CELL.replace(", other=0.0", "")
+    check_matmul_triton(_triton(loose), "ragged")
+    assert "has a mask but no other=" in _triton_message(loose, "memory")

@@ -5,6 +5,8 @@ python_guards(kernel, params)  the guards of a Python kernel, read from its sour
 index_hint(kernel, ...)        the hint for an index past a tensor's end in a Python kernel (ladder.py)
 timeout_hint(tb, ran)          the hint for a Python rung stopped at its time limit (python.py)
 runner_hint(ran, n)            what the runners saw: no thread, too few threads, kernels returning values (python.py)
+tf32_dots(text)                the tl.dot calls of a Triton answer that leave TF32 on (topics/matmul.py)
+loads_without_other(text)      a Triton answer's masked tile loads with no other= (topics/matmul.py)
 
 Every hint here is read from evidence (the source, the values in the failing thread, what the runners did); where
 the evidence does not single out a cause, the hint lists the ones it allows instead of guessing.
@@ -621,3 +623,49 @@ def _swapped_axes(launch, unwritten, words):
     return (f"the grid covers all {_count(h, 'row')} and {_count(w, 'column')} ({across} threads across, {down} down), yet {what}, so "
             f"your kernel takes its row from x and its column from y. The row comes from y, the column from x: "
             f"{r} = blockidx.y*blockdim.y + threadidx.y, {c} = blockidx.x*blockdim.x + threadidx.x.")
+
+
+# ---- Triton: what a launch function's source says that CPU mode's interpreter cannot show -------------------
+
+def _triton_calls(text, name, in_loop=False):
+    """(call node, source line) of each tl.<name>(...) call in the text of a Triton answer (any module alias); with
+    in_loop, only those inside a for or while loop."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    roots = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While))] if in_loop else [tree]
+    lines, found = text.splitlines(), {}
+    for root in roots:
+        for node in ast.walk(root):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == name:
+                found[id(node)] = (node, lines[node.lineno - 1].strip())
+    return list(found.values())
+
+
+def _argument(call, keyword, position):
+    """A call's argument given by keyword or at a position, as its AST node; None when not given."""
+    found = [k.value for k in call.keywords if k.arg == keyword]
+    return found[0] if found else (call.args[position] if len(call.args) > position else None)
+
+
+def tf32_dots(text):
+    """The lines of a Triton answer whose tl.dot leaves float32 inputs to TF32: input_precision left at its default
+    ("tf32" on NVIDIA GPUs) or written "tf32", or allow_tf32=True. A precision that is not a literal tells nothing."""
+    out = []
+    for call, line in _triton_calls(text, "dot"):
+        precision, allow = _argument(call, "input_precision", 3), _argument(call, "allow_tf32", 4)
+        if precision is not None:
+            tf32 = isinstance(precision, ast.Constant) and precision.value == "tf32"
+        else:
+            tf32 = allow is None or (isinstance(allow, ast.Constant) and allow.value is True)
+        if tf32:
+            out.append(line)
+    return list(dict.fromkeys(out))
+
+
+def loads_without_other(text):
+    """The lines of a Triton answer that load a tile in a loop with mask= and no other=: the lanes the mask turns off
+    hold undefined values (Triton's docs), which a sum over k takes in."""
+    return list(dict.fromkeys(line for call, line in _triton_calls(text, "load", in_loop=True)
+                              if _argument(call, "mask", 1) is not None and _argument(call, "other", 2) is None))

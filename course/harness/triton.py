@@ -27,6 +27,7 @@ profiler's kernels are matched against the file's @triton.jit names (jit_names).
 """
 import ast
 from dataclasses import dataclass, replace
+from typing import Callable
 import faulthandler
 import hashlib
 import importlib
@@ -57,6 +58,9 @@ class Launch:
     """What the Triton rung calls for an exercise: the launch function's name, and the memory check's hint in Triton's words."""
     func: str
     memory_hint: str
+    # (source text, mode, cpu) -> what the source shows wrong that a passing run could not (None if nothing): the
+    # interpreter computes in float32 with numpy, so CPU mode cannot show what a GPU's tensor cores would do
+    source_verdict: Callable = None
 
 
 @dataclass(frozen=True)
@@ -246,6 +250,9 @@ def check_triton(exercise, answer, case="photo", seed=None):
             raise AssertionError(f"{found}: your kernel read or wrote past the end (or before the start) of a "
                                  f"tensor{where}.\nHint: {launch.memory_hint}") from None
         raise
+    problem = launch.source_verdict(source.text, mode, cpu) if launch.source_verdict else None
+    if problem:
+        raise AssertionError(f"{source.name}: {problem}")
     from .speed import passed
     passed(exercise, path, case)
     print(f"{source.name}: {case} passed")

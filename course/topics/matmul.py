@@ -7,13 +7,16 @@ import torch
 from ..cuda import cuda_begin
 from ..device import cpu_mode
 from ..harness.cuda import Binding, check_cuda
-from ..harness.exercise import (Case, Exercise, expect_tensor, first, judges, order_hint, with_hint,
-                                wrong_elements)
+from ..harness.evidence import loads_without_other, tf32_dots
+from ..harness.exercise import (Case, Exercise, element_of, expect_tensor, first, judges, order_hint, split_hint,
+                                with_hint, wrong_elements)
 from ..harness.python import check_python
-from ..harness.rungs import CUDA, PYTHON
+from ..harness.rungs import CUDA, PYTHON, TRITON
 from ..harness.speed import Speed
+from ..harness.triton import Launch, check_triton, source_of
 
-__all__ = ("weights", "check_matmul", "check_matmul_cuda", "check_matmul_tiled", "check_matmul_tiled_cuda")
+__all__ = ("weights", "check_matmul", "check_matmul_cuda", "check_matmul_tiled", "check_matmul_tiled_cuda",
+           "check_matmul_triton")
 
 U32 = 2.0 ** -24  # float32's unit roundoff: half the gap between 1 and the next float32
 SAMPLE = 64  # wrong elements a hint's candidate causes are tested on: enough to tell them apart, cheap at 1024^3
@@ -67,8 +70,10 @@ def _random(m, k, n, seed):
 # The hidden sizes, drawn per student from strata, so that every student's sizes reveal the same mistakes: (m, k, n)
 # each between lo and hi, never a multiple of 16. Python: one product whose every dimension needs two 16-wide tiles
 # and ends ragged (a missing barrier or a dropped partial tile shows), one that fits a single tile. CUDA: two of
-# several 32-wide tiles, one inside a single tile.
-HIDDEN = {"python": [(17, 24), (1, 16)], "cuda": [(33, 300), (33, 300), (1, 32)]}
+# several 32-wide tiles, one inside a single tile. Triton: as CUDA, sides up to 160, where the interpreter (CPU mode)
+# takes about 2 s a product with 32x32 tiles.
+HIDDEN = {"python": [(17, 24), (1, 16)], "cuda": [(33, 300), (33, 300), (1, 32)],
+          "triton": [(33, 160), (33, 160), (1, 32)]}
 
 
 def _random_shapes(seed, strata):
@@ -88,7 +93,11 @@ SHAPES = {
              "tall_skinny": [(1000, 3, 2), (2, 3000, 5), (1, 2048, 1)], "all_different": [(45, 70, 23)],
              "large": [(1024, 1024, 1024)]},
 }
-CPU_LARGE = [(512, 512, 512)]  # CPU mode's large case: 1024^3 takes 7 to 10 s a kernel there, 512^3 about 1
+SHAPES["triton"] = SHAPES["cuda"]  # the same cases on a GPU and in CPU mode (its interpreter: 0.7 to 1.1 s for each
+# tall and skinny product with 32x32x32 tiles), except the large one
+# CPU mode's large case: for CUDA 1024^3 takes 7 to 10 s a kernel there, 512^3 about 1; Triton's interpreter runs a
+# program per Python call and took 6.8 s for 256^3 with 32x32x32 tiles, 0.9 s for 128^3
+CPU_LARGE = {"cuda": [(512, 512, 512)], "triton": [(128, 128, 128)]}
 
 
 def matmul_cases(case, seed, rung):
@@ -100,7 +109,7 @@ def matmul_cases(case, seed, rung):
     if case == "random":
         shapes = _random_shapes(seed, HIDDEN[rung.sizes])
     elif case == "large" and cpu_mode():
-        shapes = CPU_LARGE
+        shapes = CPU_LARGE[rung.sizes]
     else:
         shapes = SHAPES[rung.sizes][case]
     return [Case(f"a ({m}, {k}) @ ({k}, {n}) product", _random(m, k, n, seed=m * 10007 + k * 101 + n + (seed or 0)))
@@ -142,12 +151,25 @@ def _unwritten_hint(bad, w, tiled):
     rows, cols = bad.any(1).nonzero().flatten(), bad.any(0).nonzero().flatten()
     where = ""
     source = "blockidx" if python else "blockIdx"
+    axes = ({"y": "axis 1", "x": "axis 0", "row": "pid_r (the tile row) comes from tl.program_id(1)",
+             "col": "pid_c (the tile column) comes from tl.program_id(0)"} if w["lang"] == "triton" else
+            {"y": "y", "x": "x", "row": f"{r} comes from {source}.y", "col": f"{c} comes from {source}.x"})
     if bool(bad[rows.min():, :].all()) and rows.min() > 0:
-        where = (f" (every row from {int(rows.min())} on: the grid covers only {int(rows.min())} rows: its y extent "
-                 f"is too small, or the kernel takes its row from x: {r} comes from {source}.y)")
+        where = (f" (every row from {int(rows.min())} on: the grid covers only {int(rows.min())} rows: its "
+                 f"{axes['y']} extent is too small, or the kernel takes its row from {axes['x']}: {axes['row']})")
     elif bool(bad[:, cols.min():].all()) and cols.min() > 0:
-        where = (f" (every column from {int(cols.min())} on: the grid covers only {int(cols.min())} columns: its x "
-                 f"extent is too small, or the kernel takes its column from y: {c} comes from {source}.x)")
+        where = (f" (every column from {int(cols.min())} on: the grid covers only {int(cols.min())} columns: its "
+                 f"{axes['x']} extent is too small, or the kernel takes its column from {axes['y']}: {axes['col']})")
+    if w["lang"] == "triton":
+        cover = ("launch a program for every tile of the output, grid = (triton.cdiv(w, BN), triton.cdiv(h, BM)) "
+                 "with axis 0 for columns and axis 1 for rows, and have each store its whole tile with "
+                 "mask=(rows[:, None] < h) & (cols[None, :] < w)")
+        if where or not cpu_mode():
+            return f"those elements were never written{where}: {cover}."
+        return ("either no program stored them, or they were computed from a NaN read past a tensor's end: a tile "
+                "load without a mask reads past m or n at the edges. Mask each tile load and load 0 outside "
+                "(mask=(rows[:, None] < h) & (ks[None, :] < k), other=0.0 for m's tile, and (ks[:, None] < k) & "
+                f"(cols[None, :] < w) for n's), then {cover}.")
     if python and not w.get("block"):
         cover = f"store every element, {out}[{r}, {c}] = ..., once for each row and column"
     elif python:
@@ -201,9 +223,21 @@ def _hint(yours, a, b, bad, never, tol, words=None, tiled=False):
     row, col = a64[r], b64[:, c].t()  # each sampled element's row of a and column of b
     p = r * n + c  # where the kernel wrote each sampled element, counted row by row
     found = []
-    if bool((y == 0).all()):
-        found.append(f"your kernel wrote 0 everywhere: the loop over {i_} never ran (check its bounds) or the sum is "
+    if bool((y == 0).all()) and w["lang"] == "triton" and not bool(bad.all()):
+        found.append("your kernel wrote 0 there: either the k loop never ran for them (check its bounds, range(0, k, "
+                     "BK)), or a tl.store without a mask wrote the lanes of a tile past the last column, which hold 0, "
+                     "onto the first elements of the next row. Store with mask=(rows[:, None] < h) & (cols[None, :] < w)")
+    elif bool((y == 0).all()):
+        loop = "the k loop" if w["lang"] == "triton" else f"the loop over {i_}"
+        found.append(f"your kernel wrote 0 everywhere: {loop} never ran (check its bounds) or the sum is "
                      "not what is stored")
+    if tiled or w["lang"] == "triton":
+        stops = sorted({end for t in (16, 32, 64, 128) for end in (k - k % t, k - t) if 0 < end < k - 1})
+        for stop in [end for end in stops if fits(_dots(row[:, :end], col[:, :end]))][:1]:
+            found.append(f"every element misses the products of the last {k - stop} values of k (from {stop} on): the "
+                         "loop over k's tiles stops a tile early. It must cover the last, partial tile too: "
+                         + ("for k0 in range(0, k, BK), its loads masked with ks < k" if w["lang"] == "triton" else
+                            "cdiv(k, tw) phases, each tile load bounded by idx + tc < k and idx + tr < k"))
     if bool((y == y.round()).all()) and not bool((y == 0).all()):
         found.append("every value is a whole number: something rounds the sum or its products (int(...), round, //, "
                      "an integer tensor). Keep them float, and start the sum at 0.0" if python else
@@ -232,11 +266,14 @@ def _hint(yours, a, b, bad, never, tol, words=None, tiled=False):
         source = ("" if python and not w.get("block") else
                   f": {r_} comes from {'blockidx' if python else 'blockIdx'}.y, {c_} from .x")
         found.append(f"you computed element ({c_}, {r_}) for ({r_}, {c_}){source or ': swap them'}")
+    triton = w["lang"] == "triton"
     keep = ("Keep them float32 (no .half(), .bfloat16())" if python else
+            "Keep the tiles float32 (no .to(tl.float16)) and pass tl.dot input_precision=\"ieee\"" if triton else
             "Keep them float: float* pointers, data_ptr<float>(), float products")
-    for name, rounded in LOW_PRECISION.items():  # inputs rounded, products summed in float32
-        if fits(_dots(rounded(a[r]).double(), rounded(b[:, c].t()).double())):
-            found.append(f"your values are what {name} inputs give: the kernel rounds a and b to {name} before "
+    for name, roundings in LOW_PRECISION.items():  # inputs rounded, products summed in float32
+        if any(fits(_dots(rounded(a[r]).double(), rounded(b[:, c].t()).double())) for rounded in roundings):
+            found.append(TF32_HINT if triton and name == "TF32" else
+                         f"your values are what {name} inputs give: the kernel rounds a and b to {name} before "
                          f"multiplying. {keep}")
     for name, (dtype, u) in HALF_SUMS.items():
         acc = torch.zeros(len(y), dtype=dtype)
@@ -244,7 +281,9 @@ def _hint(yours, a, b, bad, never, tol, words=None, tiled=False):
             acc = (acc.double() + row[:, i] * col[:, i]).to(dtype)
         if fits(acc.double(), 2 * u * acc.double().abs()):
             found.append(f"your sums are what a running sum kept in {name} gives: "
-                         + ("keep the sum a float32 or Python float" if python else "declare the accumulator float"))
+                         + ("keep the sum a float32 or Python float" if python else
+                            "keep the accumulator float32, acc = tl.zeros((BM, BN), dtype=tl.float32)" if triton else
+                            "declare the accumulator float"))
     if found:
         return found[0] + "." if len(found) == 1 else "either " + "; or ".join(found) + "."
     off = (y - _dots(row, col)).abs() / (scale + 1e-30)
@@ -257,13 +296,19 @@ def _hint(yours, a, b, bad, never, tol, words=None, tiled=False):
             "where yours differs.")
 
 
-def _tf32(x):
-    """x rounded to TF32 (10 bits of mantissa, as tensor cores read float32 with TF32 on)."""
+def _tf32(x, nearest=True):
+    """x rounded to TF32 (10 bits of mantissa, as tensor cores read float32 with TF32 on): to nearest, or truncated
+    (tensor cores given float32 bits ignore the low 13)."""
     bits = x.contiguous().view(torch.int32)
-    return ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+    return ((bits + (0x1000 if nearest else 0)) & ~0x1FFF).view(torch.float32)
 
 
-LOW_PRECISION = {"half (float16)": lambda x: x.half(), "bfloat16": lambda x: x.bfloat16(), "TF32": _tf32}
+# name -> the ways hardware rounds a float32 input to it
+LOW_PRECISION = {"half (float16)": [lambda x: x.half()], "bfloat16": [lambda x: x.bfloat16()],
+                 "TF32": [_tf32, partial(_tf32, nearest=False)]}
+TF32_HINT = ("your values are what TF32 inputs give: tl.dot multiplies float32 tiles on the tensor cores in TF32 "
+             "(10 bits of mantissa) unless told otherwise, its default input_precision=\"tf32\". Pass "
+             "input_precision=\"ieee\": acc += tl.dot(a, b, input_precision=\"ieee\")")
 HALF_SUMS = {"half (float16)": (torch.float16, 2.0 ** -11), "bfloat16": (torch.bfloat16, 2.0 ** -8)}
 
 
@@ -302,8 +347,13 @@ def judge_matmul(yours, case, what, unwritten=None, tiled=False):
 
 CASE_NAMES = {"python": ("tiny", "ragged", "tall_skinny", "all_different", "digits", "random"),
               "cuda": ("tiny", "ragged", "tall_skinny", "all_different", "digits", "large", "random")}
+CASE_NAMES["triton"] = CASE_NAMES["cuda"]
 MEMORY_HINT = ("a thread outside the output must not read or write: guard with `if (row < h && col < w)` (h rows "
                "of a, w columns of b), and keep every index inside its matrix: a[row*k + i], b[i*w + col].")
+TRITON_MEMORY_HINT = ("no lane of a tile may read or write outside its matrix: mask every tl.load and tl.store, the "
+                      "output tile with mask=(rows[:, None] < h) & (cols[None, :] < w), m's tile with (rows[:, None] < "
+                      "h) & (ks[None, :] < k) and n's with (ks[:, None] < k) & (cols[None, :] < w), other=0.0 on the "
+                      "loads; and step each pointer by its matrix's strides (rows*stride_mr + ks*stride_mk).")
 RACE_HINT = ("every thread must have written its part of the tile before any thread reads it, and have finished "
              "reading it before any thread overwrites it with the next tile: __syncthreads() after filling the "
              "shared arrays, and again after the loop that uses them.")
@@ -329,13 +379,32 @@ def cublas(m, n):
     """cuBLAS's float32 product, TF32 off: the yardstick the speed test reports beside the course's kernel."""
     torch.backends.cuda.matmul.allow_tf32 = False
     return torch.matmul(m, n)
+def _source_verdict(text, mode, cpu):
+    """What a passing Triton answer's source shows wrong: a masked tile load with no other= (the memory check), and in
+    CPU mode, whose interpreter multiplies in float32 with numpy whatever tl.dot is told, TF32 left on."""
+    loose = loads_without_other(text)
+    if mode == "memory" and loose:
+        return (f"a tile load in the k loop has a mask but no other=: `{loose[0]}`. Where the mask is off, its lanes "
+                "hold whatever Triton leaves there (undefined, says its documentation: 0 in the interpreter and often on a "
+                "GPU, but nothing promises it), and tl.dot adds them into the sums of the last, partial tile.\n"
+                "Hint: give every masked tile load other=0.0, so the lanes past the matrix add nothing.")
+    tf32 = tf32_dots(text) if cpu else []
+    if tf32:
+        asks = ("asks tl.dot for TF32" if "tf32" in tf32[0] else
+                "leaves tl.dot's input_precision at its default, \"tf32\"")
+        return (f"the values come out right here only because CPU mode's Triton interpreter multiplies in float32 "
+                f"with numpy, whatever tl.dot is told. `{tf32[0]}` {asks}: on a GPU the tensor cores then round a and "
+                "b to 10 bits of mantissa, the products leave the float32 error bound, and this check fails there.\n"
+                "Hint: pass input_precision=\"ieee\": acc += tl.dot(a, b, input_precision=\"ieee\").")
+    return None
 
 
 MATMUL = Exercise(
     name="matmul", topic=__name__, cases=matmul_cases, judge=judge_matmul, out_dtype=torch.float32,
     case_names={**CASE_NAMES, "modes": ("memory", "integrity")},
     out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1],
-    bindings={"cuda": Binding("matmul", CPP_SRC)},
+    bindings={"cuda": Binding("matmul", CPP_SRC),
+              "triton": Launch("matmul_triton", TRITON_MEMORY_HINT, _source_verdict)},
     hints={"memory": MEMORY_HINT, "computes": "every element of the product"})
 MATMUL_TILED = Exercise(
     name="matmul_tiled", topic=__name__, cases=matmul_cases, judge=partial(judge_matmul, tiled=True), out_dtype=torch.float32,
@@ -393,3 +462,18 @@ def check_matmul_tiled_cuda(answer, case="digits", seed=None):
     """Checks a compiled tiled matmul on one case: an input case, "memory", "race" or "integrity" (which also asks for
     shared memory); "speed" times it against the lesson's tiled kernel and returns the share of the points."""
     return check_cuda(MATMUL_TILED, answer, case, seed, needs_shared=True)
+
+
+@judges(TRITON)
+def check_matmul_triton(fn, case="digits", seed=None):
+    """Checks a launch function of a @triton.jit matmul kernel on one case: an input case, "memory" or "integrity"."""
+    try:
+        return check_triton(MATMUL, fn, case, seed)
+    except AssertionError as e:
+        tf32 = tf32_dots(source_of(fn).text) if element_of(e) is not None else []
+        if not tf32 or "input_precision" in str(e):
+            raise
+        _, hint = split_hint(str(e))
+        raise with_hint(e, f"{hint + ' ' if hint else ''}Besides, `{tf32[0]}` leaves TF32 on (tl.dot's default "
+                           "input_precision=\"tf32\"), which alone puts the products outside the float32 bound on a "
+                           "GPU: pass input_precision=\"ieee\".") from None

@@ -9,6 +9,9 @@ every test not named must pass. What the tests feed an answer (course/topics/mat
   CUDA rung: tiny; ragged_sizes (37,53,29), (17,1,31), (100,67,83); tall_and_skinny (1000,3,2), (2,3000,5),
     (1,2048,1); all_different (45,70,23); digits; large (1024,1024,1024; 512 in CPU mode); hidden_sizes three random shapes,
     sides 1..300; memory, race and integrity on the ragged sizes (race: the first one only).
+  Triton rung: the CUDA rung's sizes, but large is 128x128x128 in CPU mode (the interpreter) and the hidden sides
+    are 1..160; memory and integrity on the ragged sizes. In CPU mode tl.dot computes float32 whatever its
+    input_precision, so a TF32 answer is failed from its source there (and from its values on a GPU).
 Every test, memory and integrity included, also judges the product, so an answer that is wrong on the
 ragged sizes fails memory and integrity too. A race's verdicts depend on how the threads happen to run:
 `gpu` and `cpu` give a case's verdicts where the two differ (see the case's `what`).
@@ -18,6 +21,7 @@ from tests.corpus.answers import Case, every, tests_of
 PY_TESTS = tests_of("matmul", "matmul")
 CUDA_TESTS = tests_of("matmul", "matmul_cuda")
 TILED_TESTS = tests_of("matmul", "matmul_tiled_cuda")
+TRITON_TESTS = tests_of("matmul", "matmul_triton")
 
 WRONG = "elements are wrong"
 NEVER = "never written"
@@ -35,7 +39,12 @@ def ti(phrase, but=(), **special):
     return every(TILED_TESTS, phrase, but, **special)
 
 
+def tr(phrase, but=(), **special):
+    return every(TRITON_TESTS, phrase, but, **special)
+
+
 OOB = "out-of-bounds"
+OUTSIDE = "access outside a tensor"  # the Triton memory check's words, in CPU mode and on a GPU
 
 CASES = {
     # ---- L3, CUDA: known wrong -----------------------------------------------------------------------
@@ -113,6 +122,61 @@ CASES = {
     "tiled_right_lecture_5_dynamic": Case("matmul_tiled_cuda", "right: lecture 5's matmul_dyn as it is (extern __shared__, cdiv in the kernel)"),
     "tiled_right_lecture_5_template": Case("matmul_tiled_cuda", "right: lecture 5's matmul_dyn1 as it is (a template launched through a lambda)"),
     "tiled_right_tile_32": Case("matmul_tiled_cuda", "right: the static kernel with 32x32 tiles (1,024 threads a block)"),
+
+    # ---- going further, Triton: known wrong (GPU verdicts: expected, to be measured on the H200; "" = any failure) --
+    "tri_no_mask": Case(
+        "matmul_triton", "no mask on the tile loads or the store: the edge lanes read and write past the matrices; only"
+        " 128x128 (CPU mode) and 1024x1024, multiples of the 32-wide tiles, stay inside. In CPU mode the reads past a"
+        " tensor find NaN; on a GPU they find whatever lies there, or fault",
+        cpu=tr(WRONG, but=("large",), memory=OUTSIDE), gpu=tr("", but=("large",), memory=OUTSIDE)),
+    "tri_n_mask_misses_k": Case(
+        "matmul_triton", "n's tile masked on its columns only, not on ks < k: the last, partial tile reads rows of n past"
+        " its end", cpu=tr(WRONG, but=("large",), memory=OUTSIDE), gpu=tr("", but=("large",), memory=OUTSIDE)),
+    "tri_store_unmasked": Case(
+        "matmul_triton", "loads masked, the store not: a tile's lanes past the last column land on the next row's first"
+        " elements (zeros, since the masked loads gave 0.0), over what another program wrote there, whenever w needs"
+        " more than one tile; past the last row they write outside out. In CPU mode the programs run in order; on a"
+        " GPU which write lands last varies",
+        cpu={"ragged_sizes": WRONG, "hidden_sizes": WRONG, "memory": OUTSIDE, "integrity": WRONG},
+        gpu={"ragged_sizes": "", "hidden_sizes": "", "memory": OUTSIDE, "integrity": ""}),
+    "tri_loads_without_other": Case(
+        "matmul_triton", "masked tile loads without other=: the masked lanes' values are undefined (Triton's docs); the"
+        " interpreter gives 0, so the values are right in CPU mode, and the memory check fails it from the source",
+        {"memory": "has a mask but no other="}),
+    "tri_n_strides_swapped": Case(
+        "matmul_triton", "n's strides passed in the wrong order (n.stride(1), n.stride(0)): element (i, c) read at"
+        " i + c*w, wrong values everywhere but 1x1, and past n's end wherever w > k",
+        cpu=tr(WRONG, but=("tiny",), memory=OUTSIDE), gpu=tr("", but=("tiny",), memory=OUTSIDE)),
+    "tri_program_ids_swapped": Case(
+        "matmul_triton", "pid_r from tl.program_id(0), pid_c from (1) on a (columns, rows) grid: right where h and w need"
+        " as many tiles (1x1, the digits, the square large product), rows or columns never written elsewhere",
+        tr(NEVER, but=("tiny", "digits", "large"))),
+    "tri_tf32_left_on": Case(
+        "matmul_triton", "tl.dot(a, b) with input_precision left at its default, TF32: on a GPU every product is outside"
+        " the float32 bound; in CPU mode the interpreter computes float32 anyway and the check fails it from the source",
+        tr('input_precision="ieee"')),
+    "tri_float16_accumulator": Case(
+        "matmul_triton", "acc = tl.zeros(..., dtype=tl.float16), each tile's tl.dot rounded to float16 as it is added",
+        tr(WRONG)),
+    "tri_torch_beside_a_dummy_kernel": Case(
+        "matmul_triton", "launches the kernel on an empty problem and returns m @ n: right values, PyTorch's product",
+        {"integrity": "PyTorch operation"}),
+    "tri_k_loop_one_tile_short": Case(
+        "matmul_triton", "`range(0, k - BK, BK)`: the last tile of k is never added; the digits pass, their last 16 pixels"
+        " are blank in every digit", tr(WRONG, but=("digits",))),
+    "tri_grid_one_row_of_tiles": Case(
+        "matmul_triton", "grid = (cdiv(w, BN),): one row of tiles, so rows past 32 are never written; right where h <= 32",
+        tr(NEVER, but=("tiny", "digits"))),
+
+    # ---- going further, Triton: known right --------------------------------------------------------------------
+    "tri_right_tiles_16": Case("matmul_triton", "right: 16x16x16 tiles, the smallest tl.dot takes"),
+    "tri_right_non_square_tiles": Case("matmul_triton", "right: 64x32 tiles of out, k in steps of 16, ieee precision"),
+    "tri_right_grouped_order": Case(
+        "matmul_triton", "right: a 1D grid in grouped order (GROUP tile rows walked down before moving right, so programs"
+        " running together share tiles of n), as Triton's tutorial orders it"),
+    "tri_right_1d_grid": Case("matmul_triton", "right: a 1D grid, the tile row and column from pid // and % the tiles across"),
+    "tri_right_broadcast_sum": Case(
+        "matmul_triton", "right: no tl.dot, the products broadcast to (BM, BK, BN) and summed over k with tl.sum"),
 
     # ---- Python rungs: known wrong -----------------------------------------------------------------------
     "py_assigns_instead_of_adding": Case(
