@@ -5,7 +5,10 @@ A CUDA kernel with a bug can take down the process that launched it (CPU mode's 
 a GPU's memory fault leaves its CUDA context unusable), and in a notebook that process is the kernel that holds
 all of your work. `isolated(module).f(x)` sends x to a fresh process, calls f there and brings back what it
 returned, with what it printed; if that process dies, the cell says how and why, and the notebook goes on.
+`isolated(launch)(x)` does the same for a Triton launch function (its source goes to the process, as a check sends it).
 """
+import types
+
 import torch
 
 from .harness.cuda import call_in_child
@@ -16,11 +19,11 @@ TIMING_TIMEOUT = 300  # seconds for a timed run: a slow kernel's warm-up and rep
 class IsolatedFunction:
     """A function of a compiled module, called in a child process; what it returns comes back to the arguments' device."""
 
-    def __init__(self, module, name):
-        self.module, self.__name__ = module, name
+    def __init__(self, module, name, loader=None):
+        self.module, self.__name__, self.loader = module, name, loader
 
     def __call__(self, *args):
-        value, printed = call_in_child(self.module, self.__name__, args)
+        value, printed = call_in_child(self.module, self.__name__, args, loader=self.loader)
         if printed.strip():
             print(printed.rstrip())  # the kernel's printf and the wrapper's output, as the function printed them
         device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
@@ -32,11 +35,12 @@ class IsolatedFunction:
 
     def time(self, *args, warmup=3, reps=20):
         """cuda_time of the function on args, measured in a process of its own (cuda_time(isolated_f, ...) calls it)."""
-        ms, printed = call_in_child(self.module, self.__name__, args, timeout=TIMING_TIMEOUT, timing=(warmup, reps))
+        ms, printed = call_in_child(self.module, self.__name__, args, timeout=TIMING_TIMEOUT, timing=(warmup, reps),
+                                    loader=self.loader)
         return ms
 
     def __repr__(self):
-        return f"<{self.__name__} of {self.module.__name__}, called in a process of its own>"
+        return f"<{self.__name__} of {getattr(self.module, '__name__', self.module)}, called in a process of its own>"
 
 
 class IsolatedModule:
@@ -58,5 +62,11 @@ class IsolatedModule:
 
 
 def isolated(module):
-    """module (from load_cuda) with each function call run in a process of its own: a crash fails the cell, not the notebook."""
-    return module if isinstance(module, IsolatedModule) else IsolatedModule(module)
+    """module (from load_cuda), or a Triton launch function, with each call run in a process of its own: a crash fails
+    the cell, not the notebook."""
+    if isinstance(module, (IsolatedModule, IsolatedFunction)):
+        return module
+    if isinstance(module, types.FunctionType):  # a launch function of @triton.jit kernels, sent as its source
+        from .harness.triton import locate
+        return IsolatedFunction(*locate(None, module))
+    return IsolatedModule(module)

@@ -205,3 +205,21 @@ def test_a_hint_speaks_the_triton_rungs_words_not_cudas(case, said):
     message = str(info.value)
     assert "never written" in message and said in message
     assert not re.search(r"threadIdx|blockIdx|<<<|input\.options|cdiv\(n, threads\)", message), message
+
+
+@triton.jit
+def far_store_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs + (1 << 40), tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def rgb2grey_far_store(x):
+    return launch(far_store_kernel, x)
+
+
+def test_isolated_runs_a_launch_function_in_a_process_of_its_own_and_outlives_its_crash():
+    from course.harness.cuda import KernelFailed
+    x = torch.randint(0, 256, (3, 7, 37), dtype=torch.uint8)
+    assert torch.equal(course.isolated(rgb2grey_triton)(x), course.rgb2grey(x))
+    with pytest.raises(KernelFailed, match="crashed"):
+        course.isolated(rgb2grey_far_store)(x)

@@ -154,20 +154,21 @@ def _hang(seconds):
                         "never ends, or a thread waiting for something that never happens, hangs the GPU.")
 
 
-def call_in_child(module, func, args, timeout=None, timing=None):
+def call_in_child(module, func, args, timeout=None, timing=None, loader=None):
     """Calls func of a module load_cuda built on args in a child process, as a check does: (what it returned, on the
     CPU, and what the process printed). A crash, a memory fault, a hang or an error it raised is raised here as
     KernelFailed with the likely cause; the calling process is untouched. timing=(warmup, reps): cuda_time's median
-    milliseconds of the calls there, instead of what the function returned."""
+    milliseconds of the calls there, instead of what the function returned. loader: a rung's "module:function" that
+    loads func from the file module names (a Triton launch function's, harness/triton.py)."""
     timeout = timeout or TIMEOUT
-    path = module_path(module)
+    path = str(module) if loader else module_path(module)
     if path in _hung:
         raise KernelFailed(f"skipped: {func} did not finish in an earlier call and was stopped then; fix the hang "
                            "first (a loop that never ends?).")
     cpu = cpu_mode()
     job = Job(module=path, func=func, inputs=[tuple(a.detach().cpu() if isinstance(a, torch.Tensor) else a
                                                     for a in args)], fills=[(0, 0)], mode="time" if timing else "run",
-              cpu=cpu, memory_module=memory_module() if cpu else None, timing=timing)
+              cpu=cpu, memory_module=memory_module() if cpu else None, timing=timing, loader=loader)
     with tempfile.TemporaryDirectory(prefix="course-call-") as tmp:
         job_path, result, log = Path(tmp) / "job.pt", Path(tmp) / "result.pt", Path(tmp) / "output.txt"
         torch.save(job, job_path)
