@@ -55,6 +55,11 @@ MAX_RUNS = 100      # timed calls of each contender, at most
 BUDGET_S = 20.0     # seconds of timing rounds, at most (then the medians so far count, marked unsettled)
 FULL, ZERO = 1.2, 10.0  # full marks at or under FULL times the reference's time, none at or over ZERO times
 LOCK_WAIT = 600     # seconds a speed test waits for its GPU while others are timed there
+ELSEWHERE_MS = 0.02  # GPU: a call left work on another stream when the device stays busy past its end longer than
+                    # this plus twice its time (medians; an idle device's synchronize and the output's copy take less)
+ELSEWHERE_HINT = ("launch on the current stream (`kernel<<<blocks, threads>>>(...)`, or "
+                  "at::cuda::getCurrentCUDAStream() as the fourth launch parameter), never on a stream of your own: the "
+                  "time must include all the work.")
 CPU_SWITCH = "COURSE_SPEED_CPU"  # tests only: run the protocol in CPU mode, with a wall clock
 RULE = (f"full points at most {FULL:g}x the course's kernel's time, none at {ZERO:g}x or more, "
         f"log({ZERO:g}/r)/log({ZERO:g}/{FULL:g}) of them in between")
@@ -190,14 +195,17 @@ def verdict(job, result):
         if w["name"] != "yours":
             raise RuntimeError(f"the course's {w['name']} gave a wrong answer in the speed test (the course's "
                                "fault, not yours)")
+        if w.get("elsewhere"):
+            raise AssertionError(
+                f"{func}: after each call the GPU stayed busy for {w['elsewhere'][0]:.3f} ms (median) once the current "
+                f"stream had finished the call's work ({w['elsewhere'][1]:.3f} ms): your function returned while its "
+                "kernel was still running elsewhere, on a stream of its own.\nHint: " + ELSEWHERE_HINT)
         said = (f"{func}: the speed test checks the output of every call, each on fresh random inputs, and call "
                 f"{w['call']} ({w['where']}) was wrong")
         if w.get("early"):
             raise AssertionError(
                 f"{said} when the work your function queued on the current stream had ended, and right only later: "
-                "your function returned while its kernel was still running elsewhere.\nHint: launch on the current "
-                "stream (`kernel<<<blocks, threads>>>(...)`, or at::cuda::getCurrentCUDAStream() as the fourth launch "
-                "parameter), never on a stream of your own: the time must include all the work.")
+                "your function returned while its kernel was still running elsewhere.\nHint: " + ELSEWHERE_HINT)
         case = Case(w["where"], w["args"], words={"lang": "cuda"})
         try:
             exercise.judge(w["value"], case, func, unwritten(w["value"]))
@@ -320,6 +328,7 @@ def measure(job_path, result_path):
             l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0) or 0
             flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device=dev)
         calls = {name: 0 for name in fns}
+        after = {name: [] for name in fns}  # GPU: ms the device stayed busy after the current stream ended a call
 
         def one(name):
             """One call of a contender on fresh inputs: its milliseconds; raises _Wrong for a wrong output."""
@@ -334,7 +343,10 @@ def measure(job_path, result_path):
                 y = fns[name](*args)
                 end.record()
                 snap = y.clone() if isinstance(y, torch.Tensor) else y  # on the same stream, right after the end
+                end.synchronize()  # the current stream has done the call's work; other streams may not have
+                t = perf()
                 synchronize()  # every stream: work left running elsewhere ends before the final output is read
+                after[name].append((perf() - t) * 1e3)
                 ms = start.elapsed_time(end)
             else:
                 t = perf()
@@ -376,6 +388,8 @@ def measure(job_path, result_path):
                     break
             if gpu:
                 result.gpu = gpu_facts()
+        if gpu and _median(after["yours"]) > 2 * _median(result.times["yours"]) + ELSEWHERE_MS:
+            raise _Wrong({"name": "yours", "elsewhere": (_median(after["yours"]), _median(result.times["yours"]))})
     except _Wrong as wrong:
         result.wrong = wrong.args[0]
     except Exception as e:
