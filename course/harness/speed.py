@@ -206,7 +206,8 @@ def verdict(job, result):
             raise AssertionError(
                 f"{said} when the work your function queued on the current stream had ended, and right only later: "
                 "your function returned while its kernel was still running elsewhere.\nHint: " + ELSEWHERE_HINT)
-        case = Case(w["where"], w["args"], words={"lang": "cuda"})
+        from .rungs import RUNGS
+        case = Case(w["where"], w["args"], words=RUNGS[job.speed["rung"]].words)
         try:
             exercise.judge(w["value"], case, func, unwritten(w["value"]))
         except AssertionError as e:
