@@ -17,6 +17,7 @@ from course.device import cpu_mode
 from course.grading.gradebook import grade_table, grades
 from course.grading.autograde import SafeExecute  # noqa: F401 (the execute step under test, configured in nbgrader_config)
 from course.grading.submissions import fill, write_submissions
+from course.grading.trusted import DEMO_NOTE, is_demo
 from course.grading.verify import disagreements, verify
 from course.grading.warm import WarmKernels, nbgrader_args
 from tests.test_release import ROOT, nbgrader
@@ -63,6 +64,9 @@ REPORT = Path(os.environ["COURSE_REPORT_DIR"]) if os.environ.get("COURSE_REPORT_
 pytestmark = [pytest.mark.xdist_group("pipeline-grayscale"), pytest.mark.timeout(2400)]
 
 
+DEMO_OUTPUT = {"output_type": "stream", "name": "stdout", "text": DEMO_NOTE}
+
+
 def autograde_outcome(course, assignment, students, provoked):
     """What went wrong in an autograde run, judged by its results: a missing or cut notebook, a kernel stopped unprovoked."""
     problems = []
@@ -80,9 +84,13 @@ def autograde_outcome(course, assignment, students, provoked):
             if bool(stopped) != ((student, name) in provoked):
                 problems.append(f"{student}/{name}: kernel stopped: {stopped}")
             if not stopped:
-                unrun = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.execution_count is None]
+                unrun = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and c.execution_count is None
+                         and not is_demo(c)]
                 if unrun:
                     problems.append(f"{student}/{name}: cells {unrun} did not run")
+                ran = [i for i, c in enumerate(nb.cells) if is_demo(c) and c.outputs != [DEMO_OUTPUT]]
+                if ran:  # grading skips a demo cell and says so
+                    problems.append(f"{student}/{name}: demo cells {ran} have outputs other than the note")
     return problems
 
 
