@@ -69,3 +69,17 @@ def test_the_server_imports_what_a_child_asks_for_once_before_it_forks(tmp_path)
         assert len(pids) == 1 and int(pids[0]) == server.proc.pid
     finally:
         server.close()
+
+
+def test_compute_sanitizers_report_is_read_even_when_a_long_crash_report_follows_it(tmp_path):
+    # A Triton kernel's fault under memcheck: the report, then PyTorch's abort with a stack of 20 frames (seen on the
+    # H200), which pushed the report out of the log's last 4,000 characters and left the raw CUDA error as the verdict.
+    import pytest
+    from course.harness import cuda
+    log = tmp_path / "output.txt"
+    log.write_text("========= Invalid __global__ read of size 1 bytes\n=========     at rgb2grey_kernel+0x1d0\n"
+                   + "".join(f"frame #{k}: c10::Error::Error() + 0x9d (0x7f1b in libc10.so)\n" for k in range(200))
+                   + "========= ERROR SUMMARY: 5 errors\n")
+    with pytest.raises(cuda.OutOfBounds, match="5 errors; the first: Invalid __global__ read of size 1 bytes"):
+        cuda._sanitizer_verdict("memory", cuda.SANITIZER_EXIT, cuda._sanitizer_lines(log))
+    cuda._sanitizer_verdict("memory", cuda.SANITIZER_EXIT, cuda._tail(log))  # the tail alone finds nothing

@@ -73,8 +73,8 @@ HEAP_CORRUPTED = re.compile(r"free\(\): invalid|malloc\(\)|corrupted (size|doubl
                             r"munmap_chunk\(\)|malloc_consolidate")
 
 
-def crash_hint(text):
-    """The likely cause of a child's error or crash, from its words."""
+def crash_hint(text, words=None):
+    """The likely cause of a child's error or crash, from its words; words: the rung's (rungs.WORDS_KEYS)."""
     if ("illegal memory access" in text or "address space" in text or "out of bounds" in text.lower() or "SIGSEGV" in text
             or "SIGBUS" in text or HEAP_CORRUPTED.search(text)):
         return ("a thread read or wrote outside a tensor (or the C++ wrapper used a bad pointer): check the "
@@ -87,7 +87,16 @@ def crash_hint(text):
         return ("the launch asked for an impossible grid: threads per block must be 1 to 1024 and every grid "
                 "dimension at least 1 (compute blocks with cdiv, which rounds up; plain division gives 0 "
                 "blocks for fewer elements than a block; for an empty input, return before the launch)")
-    return "read the error above: it comes from your C++ function or from your kernel"
+    global_name = re.search(r"Cannot access global variable (\w+)", text)
+    if global_name:
+        return (f"a @triton.jit kernel may read a global only if it is a tl.constexpr: define it as "
+                f"`{global_name.group(1)} = tl.constexpr(...)`, or pass it to the kernel as an argument annotated "
+                "`: tl.constexpr` (CPU mode's interpreter would run it as it is, but the GPU's compiler refuses it, "
+                "and the checks compile your kernel as the GPU does)")
+    if "out of resource: shared memory" in text:
+        return ("the kernel's tiles need more shared memory than one program can have on the GPU: make BM, BN or BK "
+                "smaller (or num_stages, which keeps that many tiles in flight)")
+    return f"read the error above: it comes from {(words or CUDA.words)['code']}"
 
 
 def memory_module():
@@ -112,6 +121,14 @@ def _tail(path, limit=4000):
         f.seek(0, os.SEEK_END)
         f.seek(max(0, f.tell() - limit))
         return f.read().decode(errors="replace")
+
+
+def _sanitizer_lines(path, limit=200):
+    """The first lines compute-sanitizer wrote into a child's log (its own start with =========): its report, which a
+    long crash report after it (a C++ abort's stack) would push out of the log's tail."""
+    with open(path, "rb") as f:
+        lines = [line for line in f.read().decode(errors="replace").splitlines() if line.startswith("=========")]
+    return "\n".join(lines[:limit] + lines[-3:] if len(lines) > limit else lines)
 
 
 def _child_env():
@@ -154,12 +171,12 @@ def _hang(seconds):
                         "never ends, or a thread waiting for something that never happens, hangs the GPU.")
 
 
-def call_in_child(module, func, args, timeout=None, timing=None, loader=None):
+def call_in_child(module, func, args, timeout=None, timing=None, loader=None, words=None):
     """Calls func of a module load_cuda built on args in a child process, as a check does: (what it returned, on the
     CPU, and what the process printed). A crash, a memory fault, a hang or an error it raised is raised here as
     KernelFailed with the likely cause; the calling process is untouched. timing=(warmup, reps): cuda_time's median
     milliseconds of the calls there, instead of what the function returned. loader: a rung's "module:function" that
-    loads func from the file module names (a Triton launch function's, harness/triton.py)."""
+    loads func from the file module names (a Triton launch function's, harness/triton.py); words: its rung's, for hints."""
     timeout = timeout or TIMEOUT
     path = str(module) if loader else module_path(module)
     if path in _hung:
@@ -182,7 +199,7 @@ def call_in_child(module, func, args, timeout=None, timing=None, loader=None):
             raise _crashed(code, output)
         ran = torch.load(result, weights_only=False)
     if ran.error:
-        raise KernelFailed(f"{func} raised an error:\n  {ran.error}\nHint: {crash_hint(ran.error)}.")
+        raise KernelFailed(f"{func} raised an error:\n  {ran.error}\nHint: {crash_hint(ran.error, words)}.")
     return ran.runs[0].value, output
 
 
@@ -212,7 +229,7 @@ def run_and_judge(job, timeout=None):
             raise _hang(timeout * (3 if sanitized else 1))
         output = _tail(log)
         if sanitized:
-            _sanitizer_verdict(job.mode, code, output)
+            _sanitizer_verdict(job.mode, code, _sanitizer_lines(log))
             if code == SANITIZER_EXIT and result.exists():
                 code = 0  # not a bad access or a race (a refused launch, no memory): the child reports it
         if code != 0 or not result.exists():
@@ -362,7 +379,7 @@ def verdict(job, result, rung=CUDA):
         if job.mode == "memory" and cpu and "illegal memory access" in text:
             raise AssertionError(f"{func}: the memory check found out-of-bounds accesses on the {exercise.probe} "
                                  f"sizes: {text.splitlines()[-1]}.\nHint: {job.memory_hint or exercise.hints['memory']}")
-        raise KernelFailed(f"running your function raised an error:\n  {text}\nHint: {crash_hint(text)}.")
+        raise KernelFailed(f"running your function raised an error:\n  {text}\nHint: {crash_hint(text, words)}.")
     want = "cpu" if cpu else "cuda"
     own = None if cpu or job.mode != "integrity" else rung.own_kernels(job.module)
     for k, (where, args, run) in enumerate(zip(job.wheres, job.inputs, result.runs)):
