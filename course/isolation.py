@@ -19,11 +19,11 @@ TIMING_TIMEOUT = 300  # seconds for a timed run: a slow kernel's warm-up and rep
 class IsolatedFunction:
     """A function of a compiled module, called in a child process; what it returns comes back to the arguments' device."""
 
-    def __init__(self, module, name, loader=None):
-        self.module, self.__name__, self.loader = module, name, loader
+    def __init__(self, module, name, loader=None, words=None):
+        self.module, self.__name__, self.loader, self.words = module, name, loader, words
 
     def __call__(self, *args):
-        value, printed = call_in_child(self.module, self.__name__, args, loader=self.loader)
+        value, printed = call_in_child(self.module, self.__name__, args, loader=self.loader, words=self.words)
         if printed.strip():
             print(printed.rstrip())  # the kernel's printf and the wrapper's output, as the function printed them
         device = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
@@ -36,7 +36,7 @@ class IsolatedFunction:
     def time(self, *args, warmup=3, reps=20):
         """cuda_time of the function on args, measured in a process of its own (cuda_time(isolated_f, ...) calls it)."""
         ms, printed = call_in_child(self.module, self.__name__, args, timeout=TIMING_TIMEOUT, timing=(warmup, reps),
-                                    loader=self.loader)
+                                    loader=self.loader, words=self.words)
         return ms
 
     def __repr__(self):
@@ -67,6 +67,7 @@ def isolated(module):
     if isinstance(module, (IsolatedModule, IsolatedFunction)):
         return module
     if isinstance(module, types.FunctionType):  # a launch function of @triton.jit kernels, sent as its source
+        from .harness.rungs import TRITON
         from .harness.triton import locate
-        return IsolatedFunction(*locate(None, module))
+        return IsolatedFunction(*locate(None, module), words=TRITON.words)
     return IsolatedModule(module)

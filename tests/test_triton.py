@@ -2,6 +2,7 @@
 
 Run in CPU mode here (Triton's interpreter); each kernel is the lesson's with one mistake.
 """
+import importlib.util
 import re
 
 import pytest
@@ -223,3 +224,49 @@ def test_isolated_runs_a_launch_function_in_a_process_of_its_own_and_outlives_it
     assert torch.equal(course.isolated(rgb2grey_triton)(x), course.rgb2grey(x))
     with pytest.raises(KernelFailed, match="crashed"):
         course.isolated(rgb2grey_far_store)(x)
+
+
+RED = 0.2989  # a plain global: the interpreter reads it, Triton's compiler refuses it in a kernel
+
+
+@triton.jit
+def global_weight_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    r = tl.load(x_ptr + offs, mask=mask)
+    g = tl.load(x_ptr + n + offs, mask=mask)
+    b = tl.load(x_ptr + 2 * n + offs, mask=mask)
+    y = RED * r.to(tl.float32) + 0.5870 * g.to(tl.float32) + 0.1140 * b.to(tl.float32)
+    tl.store(out_ptr + offs, y.to(tl.uint8), mask=mask)
+
+
+def global_weight(x):
+    return launch(global_weight_kernel, x)
+
+
+def test_cpu_mode_refuses_what_the_gpus_compiler_refuses_though_the_interpreter_would_run_it():
+    with pytest.raises(AssertionError, match=r"(?s)CompilationError: at \d+:\d+:.*Cannot access global variable RED.*"
+                                             r"Hint: a @triton.jit kernel may read a global only if it is a "
+                                             r"tl.constexpr: define it as `RED = tl.constexpr\(...\)`"):
+        check_rgb2grey_triton(global_weight, "tiny")
+
+
+def test_tiles_that_need_more_shared_memory_than_the_gpu_has_fail_as_they_would_there(tmp_path, monkeypatch):
+    # Triton fits its pipelining to the H200's 227 KB, so tiles that overflow it are rare and slow to compile: the
+    # limit is lowered here instead, below the 4 KB a 32x32 tl.dot of float32 tiles takes.
+    from triton.runtime.errors import OutOfResources
+    from course.harness import triton as rung
+    path = tmp_path / "tiles.py"
+    path.write_text('import triton\nimport triton.language as tl\n\n\n@triton.jit\n'
+                    'def dot_kernel(m_ptr, out_ptr, B: tl.constexpr):\n'
+                    '    i = tl.arange(0, B)\n'
+                    '    a = tl.load(m_ptr + i[:, None]*B + i[None, :])\n'
+                    '    tl.store(out_ptr + i[:, None]*B + i[None, :], tl.dot(a, a, input_precision="ieee"))\n')
+    spec = importlib.util.spec_from_file_location("tiles", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tile = torch.zeros(32, 32)
+    rung.compile_for_gpu(str(path), module.dot_kernel, (tile, tile), {"B": 32}, set())  # fits the H200
+    monkeypatch.setattr(rung, "GPU_SHARED", 1024)
+    with pytest.raises(OutOfResources, match="shared memory, Required: 4096, Hardware limit: 1024"):
+        rung.compile_for_gpu(str(path), module.dot_kernel, (tile, tile), {"B": 32}, set())

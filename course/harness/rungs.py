@@ -106,24 +106,28 @@ WORDS_KEYS = ("lang",      # "python", "cuda", "triton"
               "grid",      # the grid that covers n elements, rounding up
               "floor",     # the same rounded down (the classic mistake)
               "columns",   # a 2D grid's extent across w columns
-              "store")     # storing an element
+              "store",     # storing an element
+              "code")      # where an error the student's code raised comes from
 PYTHON_WORDS = {"lang": "python", "launch": "call it with blk_kernel(f, blocks, threads, ...)",
                 "create": "torch.empty", "allocate": "create it with device=x.device", "dtype": "dtype=x.dtype",
                 "index": "i = blockidx*blockdim + threadidx", "lane": "thread", "first": "thread 0 of block 0",
                 "group": "block", "groups": "blocks", "grid": "cdiv(n, threads)", "floor": "n // threads",
-                "columns": "blocks.x = cdiv(w, threads.x)", "store": "out[i] = ..."}
+                "columns": "blocks.x = cdiv(w, threads.x)", "store": "out[i] = ...",
+                "code": "your function or from your kernel"}
 CUDA_WORDS = {"lang": "cuda", "launch": "launch it with kernel<<<blocks, threads>>>(...)", "create": "torch::empty",
               "allocate": "allocate it with input.options()", "dtype": "input.options()",
               "index": "i = blockIdx.x*blockDim.x + threadIdx.x", "lane": "thread", "first": "thread 0 of block 0",
               "group": "block", "groups": "blocks", "grid": "cdiv(n, threads)", "floor": "n / threads",
-              "columns": "blocks.x = cdiv(w, threads.x)", "store": "out[i] = ..."}
+              "columns": "blocks.x = cdiv(w, threads.x)", "store": "out[i] = ...",
+              "code": "your C++ function or from your kernel"}
 TRITON_WORDS = {"lang": "triton", "launch": "launch it with kernel[grid](...)", "create": "torch.empty",
                 "allocate": "create it with torch.empty(..., device=x.device)", "dtype": "dtype=x.dtype",
                 "index": "offs = tl.program_id(0)*BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)",
                 "lane": "program lane", "first": "lane 0 of program 0", "group": "program",
                 "groups": "programs", "grid": "triton.cdiv(n, BLOCK_SIZE)", "floor": "n // BLOCK_SIZE",
                 "columns": "triton.cdiv(w, BLOCK_W) programs along the columns' axis",
-                "store": "tl.store(out_ptr + offs, ..., mask=mask)"}
+                "store": "tl.store(out_ptr + offs, ..., mask=mask)",
+                "code": "your launch function or from your @triton.jit kernel"}
 
 PYTHON = Rung("python", sizes="python", small=True, runner=imported("course.harness.python:check_python"),
               answer=FUNCTION, words=PYTHON_WORDS)

@@ -20,6 +20,12 @@ every Triton version), not on the interpreter's internal builder API, which chan
 a crash rather than an exception, which the child's isolation is there for. The other runs use the padded memory,
 where a small overrun reads what lies past the end, silently, as on a GPU.
 
+The interpreter also runs Python that Triton's compiler refuses: a global that is not a tl.constexpr read in a
+kernel, tiles that need more shared memory than a GPU has. So in CPU mode each launch with a new signature first
+compiles the kernel for the grading host's GPU in a process of its own, where triton is imported with the
+interpreter off (Triton's compiler and ptxas need no GPU; the answer is kept in the build folder): the launch
+raises what it would raise there.
+
 Integrity: the launches of the file's own kernels are ranges named TRITON_LAUNCH in the profiler, and every other
 PyTorch operation is judged by integrity.py's ALLOWED_OPS, as for CUDA (the interpreter's own copies run inside a
 launch's range and are the launcher's, child._launcher_own). On a GPU, compute-sanitizer checks memory and the
@@ -33,8 +39,10 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import json
 import os
 import re
+import subprocess
 import sys
 import textwrap
 import types
@@ -50,6 +58,8 @@ from .integrity import TRITON_LAUNCH
 from .rungs import TRITON
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
+GPU_TARGET = ("cuda", 90, 32)  # what CPU mode compiles each kernel for: the grading host's H200 (sm_90, warps of 32)
+GPU_SHARED = 232448  # bytes of shared memory a program may have there (227 KB on sm_90)
 _SIMPLE = (bool, int, float, str, type(None))
 
 
@@ -170,14 +180,90 @@ def jit_names(path):
             and any("jit" in ast.unparse(d) or "autotune" in ast.unparse(d) for d in node.decorator_list)}
 
 
-def _counted(kernel, name):
-    """Wraps a kernel's launches in a profiler range named after it: the integrity check's evidence of a launch."""
-    run = kernel.run
+def _counted(kernel, name, path=None):
+    """Wraps a kernel's launches in a profiler range named after it: the integrity check's evidence of a launch.
+    path: the kernel's file, to compile it for the GPU first at each launch with a new signature (CPU mode)."""
+    run, compiled = kernel.run, set()
 
-    def launch(*args, **kwargs):
+    def launch(*args, grid, warmup, **kwargs):
+        if path is not None:
+            compile_for_gpu(path, kernel, args, kwargs, compiled)
         with torch.autograd.profiler.record_function(TRITON_LAUNCH + name):
-            return run(*args, **kwargs)
+            return run(*args, grid=grid, warmup=warmup, **kwargs)
     kernel.run = launch
+
+
+class CompilationError(Exception):
+    """What Triton's compiler said of a kernel compiled for the GPU in a process of its own (CPU mode): its own text."""
+
+
+# Run as `python -c COMPILE file kernel spec`: a process where triton is imported with the interpreter off, so
+# the kernels (and tl's own @jit functions, like tl.cdiv) are compiled ones. Prints one JSON line.
+COMPILE = """
+import importlib.util, json, sys
+path, name, spec = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+found = importlib.util.spec_from_file_location("answer", path)
+module = importlib.util.module_from_spec(found)
+sys.modules["answer"] = module
+found.loader.exec_module(module)
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from triton.compiler.errors import CompilationError
+try:
+    binary = triton.compile(ASTSource(getattr(module, name), spec["signature"], spec["constexprs"]),
+                            target=GPUTarget(*spec["target"]), options=spec["options"])
+except CompilationError as e:
+    print(json.dumps({"error": str(e)}))
+else:
+    print(json.dumps({"shared": binary.metadata.shared}))
+"""
+
+
+def compile_for_gpu(path, kernel, args, kwargs, done):
+    """Compiles a kernel of a file for the grading host's GPU (GPU_TARGET) as a launch with these arguments would,
+    with no GPU (CPU mode): raises what a launch there raises first, a CompilationError or too little shared memory.
+    done: the signatures compiled already in this process, skipped."""
+    from triton.runtime.errors import OutOfResources
+    from triton.runtime.jit import mangle_type
+    params = inspect.signature(kernel.fn).parameters
+    bound = inspect.signature(kernel.fn).bind(*args, **{k: v for k, v in kwargs.items() if k in params})
+    bound.apply_defaults()
+    signature, constexprs = {}, {}
+    for name, value in bound.arguments.items():
+        if "constexpr" in str(params[name].annotation) or value is None:
+            signature[name], constexprs[name] = "constexpr", value
+        else:
+            signature[name] = mangle_type(value)
+    spec = {"signature": signature, "constexprs": constexprs, "target": GPU_TARGET,
+            "options": {k: v for k, v in kwargs.items() if k not in params}}
+    try:
+        key = json.dumps(spec, sort_keys=True)
+    except TypeError:  # a constexpr that is not plain data (a tl.dtype): the interpreter alone decides
+        return
+    if key in done:
+        return
+    done.add(key)
+    digest = hashlib.sha256((open(path).read() + key + kernel.fn.__name__).encode()).hexdigest()[:16]
+    kept = build_root() / "triton" / "compiled" / f"{digest}.json"
+    if kept.exists():
+        said = json.loads(kept.read_text())
+    else:
+        ran = subprocess.run([sys.executable, "-c", COMPILE, path, kernel.fn.__name__, key], capture_output=True,
+                             text=True, env={k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"})
+        if ran.returncode != 0 or not ran.stdout.strip():  # the compiler's set-up, not the kernel: nothing to say
+            print(f"(the course could not compile {kernel.fn.__name__} for the GPU here: "
+                  f"{(ran.stderr.strip().splitlines() or ['?'])[-1]})")
+            return
+        said = json.loads(ran.stdout.strip().splitlines()[-1])
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        tmp = kept.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(said))
+        tmp.replace(kept)
+    if "error" in said:
+        raise CompilationError(said["error"])
+    if said["shared"] > GPU_SHARED:
+        raise OutOfResources(said["shared"], GPU_SHARED, "shared memory")
 
 
 def load(job):
@@ -192,7 +278,7 @@ def load(job):
     spec.loader.exec_module(module)
     for key, value in vars(module).items():
         if _is_kernel(value):
-            _counted(value, key)
+            _counted(value, key, job.module if job.cpu else None)
     return getattr(module, job.func)
 
 
