@@ -1,5 +1,5 @@
 BM, BN, BK = 32, 32, 32
-GROUP = 4  # tile rows a group of programs walks down before moving right  # a program's tile of out (BM x BN), and the k step
+GROUP = tl.constexpr(4)  # tile rows a group of programs walks down before moving right: a kernel may read a constexpr
 
 
 @triton.jit
