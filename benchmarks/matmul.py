@@ -6,7 +6,7 @@ teaches. One more is the benchmark's own: the 16x16 tiled kernel (one output a t
 memory four floats at a time, to measure what 05_tiling says of it (no faster: an SM's shared memory
 delivers 128 bytes a cycle however they are asked for, and each multiply-add needs 8 bytes a thread).
 The Triton kernel is 06_triton's solution cell (matmul_kernel, input_precision="ieee"), imported from a file of its
-text, launched with the lesson's 32x32x32 tiles and with the larger tiles a GPU wants (TRITON_TILES); in CPU mode
+text, launched with the lesson's 64x64x32 tiles and with smaller and larger ones (TRITON_TILES); in CPU mode
 it is skipped, with a line saying why.
 Run it on the GPU host: python benchmarks/matmul.py [--json FILE] [--sizes 1024 4096].
 """
@@ -36,8 +36,8 @@ KERNELS = {
 
 # name in the report -> the Triton lesson's kernel launched with (BM, BN, BK, num_warps, num_stages)
 TRITON_TILES = {
-    "Triton (06), 32x32x32 as taught": (32, 32, 32, 4, 3),
-    "Triton (06), 64x64x32": (64, 64, 32, 4, 3),
+    "Triton (06), 32x32x32": (32, 32, 32, 4, 3),
+    "Triton (06), 64x64x32 as taught": (64, 64, 32, 4, 3),
     "Triton (06), 128x64x32": (128, 64, 32, 4, 4),
     "Triton (06), 128x128x32, 8 warps": (128, 128, 32, 8, 3),
 }

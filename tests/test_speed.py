@@ -21,6 +21,7 @@ from course.grading.verify import notebook_verdicts
 from course.harness import speed
 from course.harness.rungs import CUDA
 from course.topics.grayscale import CUDA_SRC, RGB2GREY
+from course.harness.triton import HEADER
 from course.topics.matmul import MATMUL_TILED, TILED_SRC
 from tests.speed.attacks import ATTACKS
 from tests.test_release import ROOT
@@ -56,6 +57,14 @@ def test_the_reference_is_the_lessons_own_tiled_kernel():
     solution = next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "matmul_tiled_cuda")
     lesson = re.sub(r"\n *// (BEGIN|END) SOLUTION", "", solution)
     assert lesson.startswith('tiled_src = cuda_begin + r"""') and TILED_SRC[len(course.cuda_begin):] in lesson
+
+
+def test_the_triton_reference_is_the_triton_lessons_own_kernel():
+    from course.topics.matmul import TRITON_SRC
+    nb = nbformat.read(ROOT / "source" / "matmul" / "06_triton.ipynb", as_version=4)
+    solution = next(c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "matmul_triton")
+    lesson = re.sub(r"\n *### (BEGIN|END) SOLUTION", "", solution)
+    assert TRITON_SRC.text == HEADER + "\n" + lesson + "\n"
 
 
 @pytest.mark.skipif(not cpu_mode(), reason="CPU mode's answer")
