@@ -46,5 +46,7 @@ ATTACKS = {
     "library_renamed": Attack("check_matmul_tiled_cuda", "cuBLAS under another name: matmul_static calls "
                               "torch::matmul", "fails the 'integrity' check"),
     "only_timed_sizes": Attack("check_matmul_tiled_cuda", "correct only for the sizes timed (multiples of 16): the "
-                               "tiled kernel without bounds", "fails the 'tiny' check"),
+                               "tiled kernel without bounds (which check fails it first depends on what lies past "
+                               "the inputs: tiny in CPU mode, ragged on the H200)",
+                               "the speed test times only a kernel that passes the exercise's checks"),
 }
