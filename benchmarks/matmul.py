@@ -5,7 +5,8 @@ that assign `*_src = cuda_begin + ...`, and the solutions), so the figures are t
 teaches. One more is the benchmark's own: the 16x16 tiled kernel (one output a thread) reading shared
 memory four floats at a time, to measure what 05_tiling says of it (no faster: an SM's shared memory
 delivers 128 bytes a cycle however they are asked for, and each multiply-add needs 8 bytes a thread).
-The Triton kernel is 06_triton's solution cell (matmul_kernel, input_precision="ieee"), imported from a file of its
+The Triton kernel is 06_triton's solution (matmul_kernel, input_precision="ieee"), the speed test's reference
+(course.topics.matmul.TRITON_SRC, which a test holds to the notebook's solution cell), imported from a file of its
 text, launched with the lesson's 64x64x32 tiles and with smaller and larger ones (TRITON_TILES); in CPU mode
 it is skipped, with a line saying why.
 Run it on the GPU host: python benchmarks/matmul.py [--json FILE] [--sizes 1024 4096].
@@ -21,7 +22,8 @@ import nbformat
 import torch
 
 from course import cpu_mode, cuda_begin, cuda_time, load_cuda
-from course.harness.triton import HEADER, Source, written
+from course.harness.triton import written
+from course.topics.matmul import TRITON_SRC
 
 ROOT = Path(__file__).resolve().parent.parent
 # name in the report -> (notebook, variable holding the source, function, extra arguments)
@@ -93,17 +95,10 @@ def sources(notebook):
     return found
 
 
-def triton_source():
-    """06_triton's solution cell (the kernel and its launch function) as a module's text, with Triton's imports."""
-    nb = nbformat.read(ROOT / "source" / "matmul" / "06_triton.ipynb", as_version=4)
-    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "matmul_triton")
-    return HEADER + cell.source + "\n"
-
-
 def triton_launches():
     """{name: launch(a, b)} of the lesson's matmul_kernel with each of TRITON_TILES (Triton compiles it at the first)."""
     import triton
-    path = written(Source("matmul_triton", triton_source()))  # a file: Triton reads a kernel's source from it
+    path = written(TRITON_SRC)  # a file: Triton reads a kernel's source from it
     spec = importlib.util.spec_from_file_location("lesson_06_triton", path)
     lesson = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(lesson)

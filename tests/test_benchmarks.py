@@ -23,7 +23,7 @@ def test_the_matmul_benchmarks_own_kernel_is_right_on_ragged_shapes():
 
 def test_the_matmul_benchmark_times_the_triton_lessons_own_kernel_in_float32():
     from course.harness.evidence import tf32_dots
-    text = bench.triton_source()
+    text = bench.TRITON_SRC.text
     assert "@triton.jit\ndef matmul_kernel(" in text and 'tl.dot(a, b, input_precision="ieee")' in text
     assert not tf32_dots(text)
 
