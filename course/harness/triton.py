@@ -226,8 +226,9 @@ def compile_for_gpu(path, kernel, args, kwargs, done):
     done: the signatures compiled already in this process, skipped."""
     from triton.runtime.errors import OutOfResources
     from triton.runtime.jit import mangle_type
-    params = inspect.signature(kernel.fn).parameters
-    bound = inspect.signature(kernel.fn).bind(*args, **{k: v for k, v in kwargs.items() if k in params})
+    declared = inspect.signature(kernel.fn)
+    params = declared.parameters
+    bound = declared.bind(*args, **{k: v for k, v in kwargs.items() if k in params})
     bound.apply_defaults()
     signature, constexprs = {}, {}
     for name, value in bound.arguments.items():
