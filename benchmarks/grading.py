@@ -227,8 +227,11 @@ def course_path(course, assignment, build_dir, deadline, out, workers=None, veri
     cmd = [sys.executable, "-m", "course", "grade", assignment, "--json", str(summary_file)]
     cmd += ["--audit"] if verify else []
     cmd += ["--workers", str(workers)] if workers else []
+    traced = out / "trace.jsonl"
+    traced.unlink(missing_ok=True)
     with Sampler() as sampler:
-        code, seconds = run_with_deadline(cmd, course, env_for(build_dir), deadline, out / "course-grade.log")
+        code, seconds = run_with_deadline(cmd, course, env_for(build_dir, {"COURSE_TRACE": str(traced)}), deadline,
+                                          out / "course-grade.log")
     ledger = course / "autograded" / ".course" / assignment / "ledger.jsonl"
     entries = [json.loads(x) for x in ledger.read_text().splitlines()] if ledger.exists() else []
     graded = [e for e in entries if e["status"] == "graded"]
@@ -246,7 +249,53 @@ def course_path(course, assignment, build_dir, deadline, out, workers=None, veri
     stages = [e.get("timing", {}) for e in graded]
     if stages and all("autograde" in t for t in stages):
         result["timing"]["autograde_process_mean"] = round(sum(t["autograde"] for t in stages) / len(stages), 1)
+    if traced.exists():
+        result["check_phases"] = check_phases(traced)
     return result
+
+
+PHASES = (  # (name, from mark, to mark) in a check's trace (course/harness/trace.py)
+    ("child start", "run asked", "run started"), ("load", "run started", "run loaded"), ("run", "run loaded", "run ran"),
+    ("save", "run ran", "run saved"), ("child end", "run saved", "run ended"),
+    ("judge start", "judge asked", "judge started"), ("judge", "judge started", "judge done"),
+    ("judge end", "judge done", "judge ended"), ("build", "build asked", "build ended"),
+    ("speed", "speed asked", "speed ended"))
+
+
+def check_phases(path, top=12):
+    """Where the slowest test cells' time goes, from the trace: per cell (grade_id), the mean seconds a student of
+    the cell, of the kernel's answers to the judge (ask), and of each phase of the cell's checks' children."""
+    import statistics
+    marks = [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
+    checks, cells, asks = {}, {}, {}
+    for m in marks:
+        if m["what"].startswith(("cell ", "ask", "answered")):
+            if m["what"] in ("cell judged", "ask"):
+                (cells if m["what"] == "cell judged" else asks).setdefault(m["pid"], []).append([m["key"], m["t"], None])
+            else:
+                open_ = [x for x in (cells if m["what"] == "cell done" else asks).get(m["pid"], []) if x[2] is None]
+                if open_:
+                    open_[-1][2] = m["t"]
+        else:
+            check = checks.setdefault(m["key"], {})
+            check.setdefault(m["what"], m["t"])
+            if m["what"].endswith(" asked"):
+                check["pid"] = m["pid"]
+    rows = {}
+    for pid, spans in cells.items():
+        for grade_id, t0, t1 in spans:
+            if t1 is None:
+                continue
+            row = rows.setdefault(grade_id, {"seconds": [], "ask": [], **{name: [] for name, _, _ in PHASES}})
+            row["seconds"].append(t1 - t0)
+            row["ask"].append(sum(b - a for _, a, b in asks.get(pid, []) if b and t0 <= a <= t1))
+            mine = [c for c in checks.values() if c.get("pid") == pid and t0 <= min(
+                v for k, v in c.items() if k != "pid") <= t1]
+            for name, a, b in PHASES:
+                row[name].append(sum(c[b] - c[a] for c in mine if a in c and b in c))
+    table = [{"cell": grade_id, "students": len(v["seconds"]),
+              **{k: round(statistics.mean(x), 2) for k, x in v.items()}} for grade_id, v in rows.items()]
+    return sorted(table, key=lambda r: -r["seconds"])[:top]
 
 
 def verify_sample(course, assignment, students, build_dir, deadline, out, workers=None):
@@ -526,6 +575,8 @@ def main():
     result["slowest_cells"] = where_time_goes(new)
     log("slowest cells (mean seconds a student): " + "; ".join(f"{nb} {label} {s}" for nb, label, s, _ in
                                                                result["slowest_cells"]))
+    for row in result["course"].get("check_phases", []):
+        log("  " + ", ".join(f"{k} {v}" for k, v in row.items() if v or k == "cell"))
     save()
     runs = [result["course"]]
     for k in range(2, args.repeat + 1):  # the stress run: the same class again, fresh course and build folders

@@ -34,3 +34,24 @@ def test_no_benchmark_imports_from_the_tests():
         imported = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module] + \
             [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
         assert not [m for m in imported if m == "tests" or m.startswith("tests.")], path.name
+
+
+def test_the_grading_benchmark_charges_each_check_phase_to_the_cell_it_ran_in(tmp_path):
+    import json
+    from benchmarks.grading import check_phases
+    marks = [(0.0, 1, "cell judged", "big"), (0.1, 1, "ask", "function"), (0.3, 1, "answered", "function"),
+             (0.4, 1, "run asked", "c1"), (1.4, 7, "run started", "c1"), (1.5, 7, "run loaded", "c1"),
+             (3.5, 7, "run ran", "c1"), (3.6, 7, "run saved", "c1"), (3.7, 1, "run ended", "c1"),
+             (3.7, 1, "judge asked", "c1"), (3.8, 9, "judge started", "c1"), (4.8, 9, "judge done", "c1"),
+             (4.9, 1, "judge ended", "c1"), (5.0, 1, "cell done", "big"),
+             (6.0, 1, "cell judged", "small"), (6.5, 1, "cell done", "small"),
+             (6.0, 2, "cell judged", "big"), (6.2, 2, "cell done", "big")]  # another student's process: no checks
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text("".join(json.dumps({"t": t, "pid": pid, "what": what, "key": key}) + "\n"
+                             for t, pid, what, key in marks))
+    rows = {r["cell"]: r for r in check_phases(trace)}
+    assert [r["cell"] for r in check_phases(trace)] == ["big", "small"]
+    big = rows["big"]
+    assert big["students"] == 2 and abs(big["seconds"] - 2.6) < 1e-9 and abs(big["ask"] - 0.1) < 1e-9
+    assert (big["child start"], big["load"], big["run"], big["judge"]) == (0.5, 0.05, 1.0, 0.5)  # means of 2
+    assert rows["small"]["run"] == 0
