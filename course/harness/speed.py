@@ -7,7 +7,8 @@ The rule, as the README and the lessons state it:
   cuBLAS) is called WARMUP times untimed, then the contenders are timed in turn, in a fresh random order each round,
   in one child process on one GPU. Every call gets fresh random inputs from a seed drawn in the child (the student
   never sees it), the output's memory holds a sentinel before the call (unwritten elements show), L2 is flushed
-  (a buffer twice its size is written) before each call, CUDA events on the current stream time the call, the
+  (a buffer twice its size is written) before each call, then the GPU is held busy for HOLD_MS (so that what is
+  timed is the GPU's work, not the host's time to queue it), CUDA events on the current stream time the call, the
   output is copied right after the end event on that stream (so work left running on another stream is caught
   unfinished), and that copy is checked against the exact answer. One wrong output: no points, with the message
   the exercise's checks give.
@@ -55,6 +56,9 @@ MAX_RUNS = 100      # timed calls of each contender, at most
 BUDGET_S = 20.0     # seconds of timing rounds, at most (then the medians so far count, marked unsettled)
 FULL, ZERO = 1.2, 10.0  # full marks at or under FULL times the reference's time, none at or over ZERO times
 LOCK_WAIT = 600     # seconds a speed test waits for its GPU while others are timed there
+HOLD_MS = 0.5      # GPU: after the flush the device is held busy this long, so the call is queued before the timing
+                    # starts (Triton's Python launcher takes 0.07-0.17 ms a call, longer than the flush: the GPU
+                    # idled inside the events, and a median moved 13-17% between runs; held, under 1%)
 ELSEWHERE_MS = 0.02  # GPU: a call left work on another stream when the device stays busy past its end longer than
                     # this plus twice its time (medians; an idle device's synchronize and the output's copy take less)
 ELSEWHERE_HINT = ("launch on the current stream (`kernel<<<blocks, threads>>>(...)`, or "
@@ -304,6 +308,17 @@ def _settled(times):
     return abs(now - statistics.median(times[:-WINDOW])) <= SETTLED * now
 
 
+def _cycles(ms, event, sleep):
+    """The GPU clock cycles torch.cuda._sleep spins for ms milliseconds (measured: the clock is the SM's)."""
+    sleep(1000)
+    start, end = event(enable_timing=True), event(enable_timing=True)
+    start.record()
+    sleep(1_000_000)
+    end.record()
+    end.synchronize()
+    return int(ms * 1_000_000 / start.elapsed_time(end))
+
+
 def measure(job_path, result_path):
     """The child's work (child.speed): warms up and times every contender in turn, each call checked; saves Timed."""
     from .child import _prefill
@@ -311,7 +326,8 @@ def measure(job_path, result_path):
     job = torch.load(job_path, weights_only=False)
     result = Timed()
     gpu = not job.cpu
-    event, perf, synchronize = (torch.cuda.Event, time.perf_counter, torch.cuda.synchronize)  # bound before any answer loads
+    event, perf, synchronize, sleep = (torch.cuda.Event, time.perf_counter, torch.cuda.synchronize,
+                                       torch.cuda._sleep)  # bound before any answer loads
     try:
         exercise = _exercise(job.exercise)
         spec = exercise.speed[job.speed["rung"]]
@@ -324,10 +340,11 @@ def measure(job_path, result_path):
             import_compiled(job.memory_module).install("padded", fill_byte(exercise.out_dtype))
         gen = torch.Generator(device=dev)
         nbytes = torch.empty(0, dtype=exercise.out_dtype).element_size()
-        flush = None
+        flush, hold = None, 0
         if gpu:
             l2 = getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0) or 0
             flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device=dev)
+            hold = _cycles(HOLD_MS, event, sleep)
         calls = {name: 0 for name in fns}
         after = {name: [] for name in fns}  # GPU: ms the device stayed busy after the current stream ended a call
 
@@ -339,6 +356,7 @@ def measure(job_path, result_path):
             if gpu:
                 _prefill(exercise.out_numel(Case("", args)) * nbytes, fill_byte(exercise.out_dtype), dev)
                 flush.zero_()
+                sleep(hold)
                 start, end = event(enable_timing=True), event(enable_timing=True)
                 start.record()
                 y = fns[name](*args)
