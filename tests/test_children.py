@@ -53,6 +53,50 @@ def test_a_job_past_its_time_limit_is_stopped(tmp_path):
     assert time.monotonic() - start < 30 and not s.alive()
 
 
+def _announce(job):
+    """A loader for the kept spare's tests: prints its process id, then raises or exits when the job's func says so."""
+    print(f"pid {os.getpid()} for {job.func}", flush=True)
+    if job.func == "raise":
+        raise ValueError("this job fails")
+    if job.func == "exit":
+        os._exit(3)
+    return lambda: None
+
+
+def _kept_job(tmp_path, name, answer="answer.so"):
+    import torch
+    from course.harness.child import Job
+    folder = tmp_path / name
+    folder.mkdir()
+    torch.save(Job(module="unused", func=name, inputs=[], fills=[], mode="run", cpu=False,
+                   loader="tests.test_children:_announce"), folder / "job.pt")
+    code = spare.run_kept("run", [folder / "job.pt", folder / "result.pt"], folder / "log.txt", 120, dict(os.environ),
+                          answer)
+    result = torch.load(folder / "result.pt", weights_only=False) if (folder / "result.pt").exists() else None
+    text = (folder / "log.txt").read_text()
+    return code, result, text.split()[1] if text.startswith("pid ") else None, text
+
+
+def test_a_kept_spare_does_one_answers_jobs_one_after_another_while_its_process_is_sound(tmp_path):
+    slots = lambda: spare._kept[spare._key([], dict(os.environ))]  # noqa: E731
+    try:
+        code, result, pid, log = _kept_job(tmp_path, "first")
+        kept = slots()["used"]
+        assert code == 0 and result.error is None and log.strip() == f"pid {pid} for first"  # the job's own log
+        code, result, again, log = _kept_job(tmp_path, "raise")  # an error of the student's function: kept
+        assert code == 0 and "this job fails" in result.error and again == pid and slots()["used"] is kept
+        code, result, again, log = _kept_job(tmp_path, "exit")  # a process that ends: a new one, started at once
+        assert code == 3 and result is None and again == pid and _gone(kept.proc.pid)
+        waiting = slots()["fresh"]
+        assert waiting.alive() and "used" not in slots()
+        code, result, new, log = _kept_job(tmp_path, "after")
+        assert code == 0 and new != pid and slots()["used"] is waiting
+        code, result, other, log = _kept_job(tmp_path, "another answer", answer="other.so")  # never shared
+        assert code == 0 and other != new and _gone(waiting.proc.pid)
+    finally:
+        spare._close_all()
+
+
 def test_a_spare_ends_itself_when_its_owner_has_gone():
     owner = subprocess.run([sys.executable, "-c", "from course.harness.spare import Spare; "
                             "print(Spare([], None).proc.pid)"], capture_output=True, text=True, timeout=60)

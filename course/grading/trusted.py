@@ -27,6 +27,7 @@ from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode
 
+from ..harness import trace
 from .autograde import SafeExecute, _error
 from .seeds import is_test_cell
 
@@ -68,6 +69,19 @@ def the_check(name):
     if kind is None:
         raise ValueError(f"`{name}` does not say what it judges (course.harness.exercise.judges)")
     return check, kind
+
+
+def checked_cases(nb):
+    """The case names a notebook's test cells check (the literal arguments of their check calls)."""
+    cases = set()
+    for cell in nb.cells:
+        if is_test_cell(cell):
+            try:
+                _, _, args, kwargs = check_call(cell.source)
+            except ValueError:
+                continue
+            cases.update(a for a in [*args, *kwargs.values()] if isinstance(a, str))
+    return cases
 
 
 def unjudgeable(nb):
@@ -292,6 +306,8 @@ class TrustedExecute(SafeExecute):
     """SafeExecute whose test cells are judged by the judge (this process), never run by the student's kernel."""
 
     def preprocess(self, nb, resources=None, km=None):
+        from ..harness.cuda import prepare_children
+        prepare_children(checked_cases(nb))  # their GPU contexts are made while the notebook's first cells run
         self._judged = 0
         nb, resources = super().preprocess(nb, resources, km)
         nb.metadata.setdefault("course", {})["judged"] = f"trusted: {self._judged} test cells judged outside the kernel"
@@ -304,7 +320,10 @@ class TrustedExecute(SafeExecute):
         if not is_test_cell(cell) or self._stopped:
             return super().preprocess_cell(cell, resources, index)
         start = time.perf_counter()
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        trace.mark("cell judged", grade_id)
         kind, error, printed, score = self._judge(cell, index)
+        trace.mark("cell done", grade_id)
         cell.metadata.setdefault("course", {})["judge_seconds"] = round(time.perf_counter() - start, 3)
         self._judged += 1
         if self._stopped:
@@ -365,6 +384,7 @@ class TrustedExecute(SafeExecute):
         import torch
         if self._stopped:
             raise _Stopped(self._stopped)
+        trace.mark("ask", request[0])
         with tempfile.TemporaryDirectory(prefix="course-judge-") as tmp:
             asked, answered = Path(tmp) / "request.pt", Path(tmp) / "reply.pt"
             torch.save(request, asked)
@@ -380,4 +400,6 @@ class TrustedExecute(SafeExecute):
             if not answered.exists():
                 why = next((f"{o.ename}: {o.evalue}" for o in hidden.outputs if o.output_type == "error"), "no reply")
                 raise RuntimeError(f"the notebook's kernel could not answer the check ({why})")
-            return decode(answered.read_bytes())
+            reply = decode(answered.read_bytes())
+        trace.mark("answered", request[0])
+        return reply

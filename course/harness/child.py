@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from course.harness import trace
+
 
 @dataclass
 class Job:
@@ -123,6 +125,8 @@ def _profiled(fn, args, cpu):
 
 def run(job_path, result_path):
     """The child's work: runs the job's function on each input and saves a Result."""
+    key = trace.key_of(job_path)
+    trace.mark("run started", key)
     job = torch.load(job_path, weights_only=False)
     dev = "cpu" if job.cpu else "cuda"
     result = Result()
@@ -130,6 +134,7 @@ def run(job_path, result_path):
         from course.toolchain.load import import_compiled
         from course.harness.rungs import imported
         fn = imported(job.loader)(job) if job.loader else getattr(import_compiled(job.module), job.func)
+        trace.mark("run loaded", key)
         memory = None
         if job.cpu:  # from here on, CPU tensors behave like GPU memory (course/harness/memory.cpp)
             memory = import_compiled(job.memory_module)
@@ -163,19 +168,63 @@ def run(job_path, result_path):
             result.runs.append(run_)
     except Exception as e:
         result.error = f"{type(e).__name__}: {e}".strip()
+    trace.mark("run ran", key)
     torch.save(result, result_path)
+    trace.mark("run saved", key)
 
 
-def wait(folder, owner):
-    """A spare's life (spare.py): warms up (judging's imports, the GPU's context), then does the job it is handed."""
-    from course.harness.spare import wait_for_job
+def wait(folder, owner, kept=""):
+    """A spare's life (spare.py): warms up (judging's imports, the GPU's context), then does the job it is handed; a
+    kept one goes on to the next job while each ends cleanly. Exits with spare.UNUSED when it ends without a job."""
+    from course.harness.spare import UNUSED, job_done, wait_for_job
     preload()
     if torch.cuda.is_available():
         torch.zeros(1, device="cuda")
         torch.cuda.synchronize()
-    job = wait_for_job(folder, int(owner))
-    if job is not None:
-        globals()[job["task"]](*job["args"])
+    warm = trace.time.time()
+    while True:
+        job = wait_for_job(folder, int(owner))
+        if job is None:
+            sys.exit(UNUSED)
+        trace.mark("spare taken", trace.key_of(job["args"][0]) if job["args"] else "", warm=warm)
+        if not kept:
+            globals()[job["task"]](*job["args"])
+            return
+        if not _kept_job(job):
+            return
+        job_done(folder)
+        warm = trace.time.time()
+
+
+def _kept_job(job):
+    """Does a kept spare's job with its output in the job's log: whether the process is still sound (it can go on)."""
+    import ctypes
+    import gc
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()  # the job's prefilled block is then the one its output takes, as in a new process
+    saved = [os.dup(1), os.dup(2)]
+    log = os.open(job["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    for fd in (1, 2):
+        os.dup2(log, fd)
+    try:
+        globals()[job["task"]](*job["args"])  # an error the function raised is in its result: the process is sound
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()  # raises after a sticky CUDA error (a bad access): the context is lost
+            torch.ones(1, device="cuda")  # raises a launch's error left pending (cudaGetLastError), which the
+            torch.cuda.synchronize()      # next job's first launch would otherwise report as its own
+        clean = True
+    except Exception:
+        clean = False
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        ctypes.CDLL(None).fflush(None)  # what the student's C++ printed
+        for fd, old in zip((1, 2), saved):
+            os.dup2(old, fd)
+            os.close(old)
+        os.close(log)
+    return clean
 
 
 def speed(job_path, result_path):
@@ -193,6 +242,7 @@ def origin(job_path, result_path):
 def judge(job_path, result_path, verdict_path):
     """The judge's work, in a process that never loaded the student's module: the verdict on a run, as JSON."""
     from course.harness.rungs import imported
+    trace.mark("judge started", trace.key_of(job_path))
     job = torch.load(job_path, weights_only=False)
     try:
         record = imported(job.verdict)(job, torch.load(result_path, weights_only=False))
@@ -202,12 +252,14 @@ def judge(job_path, result_path, verdict_path):
                    "case": getattr(e, "case", 0)}
     with open(verdict_path, "w") as f:
         json.dump(outcome, f)
+    trace.mark("judge done", trace.key_of(job_path))
 
 
 def build(job_path, result_path):
     """Builds a check's cuda_src with load_cuda (the module is imported here, in the child): its file, or the
     compiler's errors, as JSON. The job carries the environment of the process that asked: the same build."""
     from course.toolchain import CompileError, load_cuda
+    trace.mark("build started", trace.key_of(job_path))
     with open(job_path) as f:
         job = json.load(f)
     os.environ.clear()

@@ -25,7 +25,7 @@ from ..toolchain.load import sources_of
 from ..toolchain.toolkit import cuda_tool, quiet_cpp_extension
 from ..device import cpu_mode, require_gpu
 from ..processes import run_in_session
-from . import integrity, spare
+from . import integrity, spare, trace
 from .child import Job
 from .evidence import guard_hint
 from .origin import cuda_facts, with_facts
@@ -135,12 +135,40 @@ def _child_env():
     return dict(os.environ, PYTHONWARNINGS="ignore")
 
 
-def in_child(task, args, log, timeout, sanitizer=None, env=None, imports=()):
+def kept_children():
+    """Whether a check's calls go to a kept spare (spare.py): on a GPU, where each new child's CUDA context costs."""
+    return not cpu_mode()
+
+
+def prepare_children(cases=()):
+    """Starts, where checks use them (on a GPU), a kept spare and a spare for each sanitized check named in cases
+    ahead of the checks (spare.py): `course grade` calls it as a notebook starts, with its test cells' cases."""
+    if not kept_children():
+        return
+    spare.prepare_kept(_child_env())
+    for mode in ("memory", "race"):
+        under = sanitizer(mode) if mode in cases else None
+        if under is not None:
+            spare.prepare(*under)
+
+
+def in_child(task, args, log, timeout, sanitizer=None, env=None, imports=(), answer=None):
     """Runs child.<task>(*args) in a fresh process: forked from the warm server, which imports imports first (a fresh
-    interpreter when env is given), or a spare started under sanitizer in env (spare.py); its exit code, None after
-    a timeout."""
+    interpreter when env is given), or a spare started under sanitizer in env; on a GPU, calls of an answer (the
+    file of its module) go to the answer's kept spare (spare.py). Its exit code, None after a timeout."""
+    key = trace.key_of(args[0]) if args else ""
+    trace.mark(f"{task} asked", key, sanitized=sanitizer is not None)
+    try:
+        return _in_child(task, args, log, timeout, sanitizer, env, imports, answer)
+    finally:
+        trace.mark(f"{task} ended", key)
+
+
+def _in_child(task, args, log, timeout, sanitizer, env, imports, answer):
     if sanitizer is not None:
-        return spare.take(sanitizer, env).run(task, args, log, timeout)
+        return spare.run_taken(sanitizer, env, task, args, log, timeout)
+    if env is None and answer is not None and kept_children():
+        return spare.run_kept(task, args, log, timeout, _child_env(), answer)
     if env is None:
         try:
             from .forkserver import Server
@@ -190,7 +218,7 @@ def call_in_child(module, func, args, timeout=None, timing=None, loader=None, wo
         job_path, result, log = Path(tmp) / "job.pt", Path(tmp) / "result.pt", Path(tmp) / "output.txt"
         torch.save(job, job_path)
         log.touch()
-        code = in_child("run", [job_path, result], log, timeout)
+        code = in_child("run", [job_path, result], log, timeout, answer=path)
         output = _tail(log)
         if code is None:
             _hung.add(path)
@@ -223,7 +251,8 @@ def run_and_judge(job, timeout=None):
                                    "not on PATH or in $CUDA_HOME/bin here; this is the grader's set-up, not your "
                                    "code: tell your instructor.")
         profiled = PROFILER_IMPORTS if job.mode == "integrity" and not job.cpu else ()
-        code = in_child(job.task, [job_path, result], log, timeout * (3 if sanitized else 1), *under, profiled)
+        code = in_child(job.task, [job_path, result], log, timeout * (3 if sanitized else 1), *under, profiled,
+                        answer=job.module if job.task == "run" else None)  # a speed test times in a fresh child
         if code is None:
             _hung.add(job.module)
             raise _hang(timeout * (3 if sanitized else 1))
@@ -427,10 +456,11 @@ def _order_matters(job):
 _spared = set()  # (exercise, sanitized check) whose spare this process has started
 
 
-def _prepare_spares(exercise, mode):
-    """Starts a spare for each sanitized check of the exercise not yet asked for, at its first check in this process."""
+def prepare_spares(exercise, mode, modes=MODES):
+    """Starts a spare for each sanitized check of the exercise (among a rung's modes) not yet asked for, at its first
+    check in this process."""
     for check in ("memory", "race"):
-        if check in exercise.case_names.get("modes", MODES) and (exercise.topic, exercise.name, check) not in _spared:
+        if check in modes and check in exercise.case_names.get("modes", modes) and (exercise.topic, exercise.name, check) not in _spared:
             _spared.add((exercise.topic, exercise.name, check))
             under = sanitizer(check)
             if under is not None and check != mode:
@@ -458,7 +488,7 @@ def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
     memory_hint = guard_hint(source) if source is not None else exercise.hints["memory"]
     mode = case if case in MODES else "run"
     if not cpu:
-        _prepare_spares(exercise, mode)
+        prepare_spares(exercise, mode)
     cases = exercise.inputs(exercise.probe if mode != "run" else case, seed, CUDA)
     if mode == "race":  # one size with several tiles and warps is enough, and racecheck is slow
         cases = cases[:1]

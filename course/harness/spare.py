@@ -6,6 +6,19 @@ the notebook runs its other checks: it starts when a notebook first checks a com
 sanitized check, warms up, then waits for its job (job.json in its own folder). The check hands it the job
 and waits for it to end, as it would for a child it started itself. A spare nobody asks for ends itself when
 the process that started it has gone, or after IDLE seconds (the check then starts its child on the spot).
+
+On a GPU every check's child would create a CUDA context of its own, and with many students graded at once that is
+most of a check's time (2-4 s of a 3-8 s check on the H200 host, 16 students at once, where a check alone takes
+0.3-0.4 s). So the calls of an answer's checks (the "run" task) go to a kept spare: forked from the warm process
+where there is one, its context outlives its job, and it serves one answer (one module's file), never two: another
+answer's checks get a new one. After a job that left the process sound (an error the student's function raised is
+part of its result; a sticky CUDA error, such as a bad access, or a launch error left pending, is not) it says so
+(done.json) and waits for the next; otherwise it exits, as a child would, and a new one starts at once for the next
+check. Between jobs it empties PyTorch's cache of freed blocks, so that a check's prefilled block is the one its
+kernel's output takes, as in a fresh process. State the answer's own code keeps (a counter of calls) lives on from
+one check to the next, as it would in the student's notebook. A speed test times in a fresh child (code an earlier
+job loaded could have replaced its clocks), and the judge never runs where student code has. `course grade` starts
+a kept spare, and the spares of the notebook's sanitized checks, as each notebook starts.
 """
 import atexit
 import json
@@ -20,38 +33,51 @@ import time
 
 IDLE = 300  # seconds a spare waits for its job: an idle one holds a CUDA context of its own
 POLL = 0.01  # seconds between a spare's looks for its job
+UNUSED = 75  # a spare's exit status when it ended without a job (its owner gone, or IDLE): the job goes to a new one
 
 
 class Spare:
-    """One child process started ahead: `prefix python -m course.harness.child wait FOLDER OWNER`."""
+    """One child process started ahead: `prefix python -m course.harness.child wait FOLDER OWNER [kept]`."""
 
-    def __init__(self, prefix, env):
-        self.owner, self.folder = os.getpid(), tempfile.mkdtemp(prefix="course-spare-")
+    def __init__(self, prefix, env, kept=False):
+        from course.grading.warmstub import command
+        self.owner, self.folder, self.kept = os.getpid(), tempfile.mkdtemp(prefix="course-spare-"), kept
+        self.answer = None  # a kept spare's: the answer whose checks it runs
         self.log = os.path.join(self.folder, "output.txt")
+        args = ["wait", self.folder, str(self.owner)] + (["kept"] if kept else [])
+        cmd = command("course.harness.child", args, env) if kept else [*prefix, sys.executable, "-m",
+                                                                          "course.harness.child", *args]
         with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(
-                [*prefix, sys.executable, "-m", "course.harness.child", "wait", self.folder, str(self.owner)],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                         start_new_session=True)
 
     def alive(self):
         """True while the spare waits (or works)."""
         return self.proc.poll() is None
 
     def run(self, task, args, log, timeout):
-        """Has the spare run child.<task>(*args), its output appended to log: its exit code, None after timeout (then killed)."""
-        job = os.path.join(self.folder, "job.json")
+        """Has the spare run child.<task>(*args), its output appended to log: its exit code, None after timeout (then
+        killed); 0 from a kept spare that did the job cleanly and waits for the next."""
+        job, done = os.path.join(self.folder, "job.json"), os.path.join(self.folder, "done.json")
         with open(job + ".tmp", "w") as f:
-            json.dump({"task": task, "args": [str(a) for a in args]}, f)
+            json.dump({"task": task, "args": [str(a) for a in args], "log": str(log)}, f)
         os.replace(job + ".tmp", job)
+        deadline = time.monotonic() + timeout
+        while self.kept:
+            if os.path.exists(done):
+                os.remove(done)
+                return 0
+            if not self.alive() or time.monotonic() > deadline:
+                break
+            time.sleep(POLL)
         try:
-            code = self.proc.wait(timeout=timeout)
+            code = self.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             code = None
-        finally:
-            self.close()
-            with open(self.log, "rb") as src, open(log, "ab") as dst:
-                shutil.copyfileobj(src, dst)
-            shutil.rmtree(self.folder, ignore_errors=True)
+        self.close()
+        with open(self.log, "rb") as src, open(log, "ab") as dst:
+            shutil.copyfileobj(src, dst)
+        shutil.rmtree(self.folder, ignore_errors=True)
         return code
 
     def close(self):
@@ -89,11 +115,70 @@ def take(prefix, env):
     return Spare(prefix, env)
 
 
+def run_taken(prefix, env, task, args, log, timeout):
+    """Runs child.<task>(*args) in the waiting spare for prefix and env (or a new one): its exit code, None after
+    timeout. A spare that ended idle just as the job came is replaced."""
+    code = take(prefix, env).run(task, args, log, timeout)
+    return Spare(prefix, env).run(task, args, log, timeout) if code == UNUSED else code
+
+
+_kept = {}  # environment -> {"fresh": a kept spare warming up, "used": the one an answer's checks use}
+
+
+def _alive(spare):
+    return spare if spare is not None and spare.alive() else None
+
+
+def _discard(spare):
+    if spare is not None:
+        spare.close()
+        shutil.rmtree(spare.folder, ignore_errors=True)
+
+
+def prepare_kept(env):
+    """Starts a kept spare for env ahead of the next answer's first check, unless one already waits."""
+    with _lock:
+        slots = _kept.setdefault(_key([], env), {})
+        if _alive(slots.get("fresh")) is None:
+            slots["fresh"] = Spare([], env, kept=True)
+
+
+def run_kept(task, args, log, timeout, env, answer):
+    """Runs child.<task>(*args) for an answer (its module's file) in this process's kept spare for that answer, or a
+    new one (the one warming up, if any): one answer's checks share a process, never two answers'. The spare stays
+    while its process is sound, else another starts at once. The exit code (0 when it stays), None after timeout."""
+    with _lock:
+        slots = _kept.setdefault(_key([], env), {})
+        used, stale = _alive(slots.pop("used", None)), None
+        if used is not None and used.answer != answer:
+            used, stale = None, used
+        spare = used or _alive(slots.pop("fresh", None))
+    _discard(stale)
+    for _ in range(2):  # a second time only when the spare ended idle just as the job came
+        if spare is None:
+            spare = Spare([], env, kept=True)
+        spare.answer = answer
+        code = spare.run(task, args, log, timeout)
+        if code != UNUSED:
+            break
+        spare = None
+    if spare is None or not spare.alive():
+        prepare_kept(env)  # the next check's, warming up while this one is judged
+        return code
+    with _lock:
+        if _alive(slots.get("used")) is None:
+            slots["used"], spare = spare, None
+    _discard(spare)  # another thread's spare for an answer is there already: one is enough
+    return code
+
+
 @atexit.register
 def _close_all():
     with _lock:
-        spares = [s for s in _spares.values() if s.owner == os.getpid()]  # not a forked copy's parent's
+        spares = [s for s in [*_spares.values(), *(s for slots in _kept.values() for s in slots.values())]
+                  if s.owner == os.getpid()]  # not a forked copy's parent's
         _spares.clear()
+        _kept.clear()
     for spare in spares:
         spare.close()
         shutil.rmtree(spare.folder, ignore_errors=True)
@@ -115,3 +200,12 @@ def wait_for_job(folder, owner):
         time.sleep(POLL)
     with open(job) as f:
         return json.load(f)
+
+
+def job_done(folder):
+    """A kept spare's side: says its job ended cleanly, and that it waits for the next."""
+    os.remove(os.path.join(folder, "job.json"))
+    done = os.path.join(folder, "done.json")
+    with open(done + ".tmp", "w") as f:
+        f.write("{}")
+    os.replace(done + ".tmp", done)

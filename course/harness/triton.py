@@ -313,10 +313,11 @@ def check_triton(exercise, answer, case="photo", seed=None):
         return check_speed(exercise, TRITON, answer)
     source = source_of(answer)
     cpu = cpu_mode()
-    if not cpu:
-        require_gpu(f"check of {source.name} ({case!r})")
     path = written(source)
     mode = case if case in TRITON.modes else "run"
+    if not cpu:
+        require_gpu(f"check of {source.name} ({case!r})")
+        cuda.prepare_spares(exercise, mode, TRITON.modes)
     rung = replace(TRITON, small=cpu)  # the interpreter runs a program per Python call: small inputs in CPU mode
     cases = exercise.inputs(exercise.probe if mode != "run" else case, seed, rung)
     nbytes = torch.empty(0, dtype=exercise.out_dtype).element_size()

@@ -4,7 +4,9 @@ An attack is a file `<name>.cu` here, its cuda_src after cuda_begin (a grayscale
 too, which it launches: only the wrapper cheats); ATTACKS says which check times it and
 the phrase its failure must contain on a GPU and in CPU mode (COURSE_SPEED_CPU=1: the same protocol, a wall
 clock). Most pass every correctness check and cheat only when timed, so the timing's own defences are what stop
-them; two are stopped by the checks a kernel must pass before it is timed.
+them; two are stopped by the checks a kernel must pass before it is timed. On a GPU those checks run in one
+process per answer (harness/spare.py), so an attack that counts calls cheats during them and fails one: its test
+then times it without the checks too, so that the timing's own defence is shown to stop it as well.
 """
 from dataclasses import dataclass
 from pathlib import Path

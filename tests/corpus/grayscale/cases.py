@@ -24,7 +24,7 @@ b=30: exact grey 216.3997) were computed from the images course.topics.grayscale
 are for the seeds in the source notebooks (4021, 5113, 6229 for L0-L2; 7351 for L3: 107x383, 183x27, 190x60
 and 62x1) and hold for almost any seed; a `what` says where the seed matters.
 """
-from tests.corpus.answers import Case, every, tests_of
+from tests.corpus.answers import ANY, Case, every, tests_of
 
 PY_TESTS = tests_of("grayscale", "rgb2grey_py")
 CUDA_TESTS = tests_of("grayscale", "rgb_to_grayscale_cuda")
@@ -163,7 +163,10 @@ CASES = {
         cu("did not finish")),
     "cuda_far_write": Case(
         "rgb_to_grayscale_cuda", "writes out[i + 100000000]: an illegal address far outside any tensor",
-        cu("outside a tensor", memory=OOB)),
+        # On a GPU, whether memory 100 MB past the output is mapped depends on what the process holds there (the H200,
+        # an answer's checks sharing one process: the large image's write once landed and its pixels were never
+        # written); the memory check finds it every time.
+        cpu=cu("outside a tensor", memory=OOB), gpu=cu(ANY, memory=OOB)),
     "cuda_huge_allocation": Case(
         "rgb_to_grayscale_cuda", "allocates a scratch tensor of 1L << 42 bytes (4 TiB) before the output",
         cu("more memory than there is")),
