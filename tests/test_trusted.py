@@ -11,7 +11,7 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
-from course.grading.trusted import (DEMO_NOTE, OPAQUE, TrustedExecute, check_call, checked_cases, decode, encode,
+from course.grading.trusted import (DEMO_NOTE, OPAQUE, TrustedExecute, check_call, child_checks, decode, encode,
                                      needs_demo, unjudgeable)
 
 pytestmark = pytest.mark.timeout(600)
@@ -41,16 +41,20 @@ def test_release_names_each_unjudgeable_test_cell():
     assert "exactly one call" in found["bare_assert"] and "not a check the course exports" in found["unknown"]
 
 
-def test_the_cases_a_notebook_checks_are_read_from_its_test_cells_only():
-    # course grade starts the spares of a notebook's sanitized checks as it starts (harness/cuda.py: prepare_children)
+def test_the_cases_a_notebook_checks_in_child_processes_are_read_from_its_test_cells_only():
+    # course grade starts a notebook's children as it starts (harness/cuda.py: prepare_children): on a GPU, a kept
+    # child for the checks' calls, and the spares of its sanitized checks
     def cell(source, gid, grade=True):
         return new_code_cell(source, metadata={"nbgrader": {"grade": grade, "solution": False, "grade_id": gid,
                                                             "points": 1, "locked": True}})
     nb = new_notebook(cells=[cell('check_rgb2grey_cuda(src, "memory")', "a"),
                              cell("check_rgb2grey_cuda(src, case='race', seed=3)", "b"),
+                             cell('check_rgb2grey(rgb2grey_py, "large")', "python"),
                              cell('check_rgb2grey_cuda(src, "tiny")\nprint(1)', "unjudgeable"),
                              cell('check_rgb2grey_cuda(src, "integrity")', "lesson", grade=False)])
-    assert checked_cases(nb) == {"memory", "race"}
+    assert child_checks(nb) == (True, {"memory", "race"})
+    nb.cells = nb.cells[2:]
+    assert child_checks(nb) == (False, set())  # a Python rung's checks run in the notebook's judge: none to start
 
 
 def test_an_answer_travels_as_data_and_an_object_as_its_type_name():

@@ -71,17 +71,23 @@ def the_check(name):
     return check, kind
 
 
-def checked_cases(nb):
-    """The case names a notebook's test cells check (the literal arguments of their check calls)."""
-    cases = set()
+def child_checks(nb):
+    """What a notebook's test cells ask of checks whose rung runs the answer in child processes (CUDA's, Triton's):
+    (whether any does, the case names those cells pass)."""
+    from ..harness.rungs import RUNGS
+    kinds = [rung.answer for rung in RUNGS.values() if rung.children]
+    found, cases = False, set()
     for cell in nb.cells:
         if is_test_cell(cell):
             try:
-                _, _, args, kwargs = check_call(cell.source)
+                name, _, args, kwargs = check_call(cell.source)
+                kind = the_check(name)[1]
             except ValueError:
                 continue
-            cases.update(a for a in [*args, *kwargs.values()] if isinstance(a, str))
-    return cases
+            if kind in kinds:
+                found = True
+                cases.update(a for a in [*args, *kwargs.values()] if isinstance(a, str))
+    return found, cases
 
 
 def unjudgeable(nb):
@@ -307,7 +313,9 @@ class TrustedExecute(SafeExecute):
 
     def preprocess(self, nb, resources=None, km=None):
         from ..harness.cuda import prepare_children
-        prepare_children(checked_cases(nb))  # their GPU contexts are made while the notebook's first cells run
+        found, cases = child_checks(nb)
+        if found:
+            prepare_children(cases)  # their GPU contexts are made while the notebook's first cells run
         self._judged = 0
         nb, resources = super().preprocess(nb, resources, km)
         nb.metadata.setdefault("course", {})["judged"] = f"trusted: {self._judged} test cells judged outside the kernel"

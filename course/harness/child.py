@@ -175,7 +175,8 @@ def run(job_path, result_path):
 
 def wait(folder, owner, kept=""):
     """A spare's life (spare.py): warms up (judging's imports, the GPU's context), then does the job it is handed; a
-    kept one goes on to the next job while each ends cleanly. Exits with spare.UNUSED when it ends without a job."""
+    kept one goes on to the next job while its process stays sound. Exits with spare.UNUSED when it ends without a
+    job."""
     from course.harness.spare import UNUSED, job_done, wait_for_job
     preload()
     if torch.cuda.is_available():

@@ -460,7 +460,8 @@ def prepare_spares(exercise, mode, modes=MODES):
     """Starts a spare for each sanitized check of the exercise (among a rung's modes) not yet asked for, at its first
     check in this process."""
     for check in ("memory", "race"):
-        if check in modes and check in exercise.case_names.get("modes", modes) and (exercise.topic, exercise.name, check) not in _spared:
+        wanted = check in modes and check in exercise.case_names.get("modes", modes)
+        if wanted and (exercise.topic, exercise.name, check) not in _spared:
             _spared.add((exercise.topic, exercise.name, check))
             under = sanitizer(check)
             if under is not None and check != mode:
