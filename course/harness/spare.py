@@ -18,7 +18,7 @@ check. Between jobs it empties PyTorch's cache of freed blocks, so that a check'
 kernel's output takes, as in a fresh process. State the answer's own code keeps (a counter of calls) lives on from
 one check to the next, as it would in the student's notebook. A speed test times in a fresh child (code an earlier
 job loaded could have replaced its clocks), and the judge never runs where student code has. `course grade` starts
-a kept spare, and the spares of the notebook's sanitized checks, as each notebook starts.
+a kept spare, and the spares of the notebook's sanitized checks, as each notebook with such checks starts.
 """
 import atexit
 import json
