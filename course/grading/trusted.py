@@ -71,35 +71,31 @@ def the_check(name):
     return check, kind
 
 
+def _judged_calls(nb):
+    """Each test cell of a notebook with its check call as the judge reads it: (the check's Answer, its other arguments,
+    its keyword arguments), or the ValueError saying why the judge cannot run it."""
+    for cell in nb.cells:
+        if is_test_cell(cell):
+            try:
+                name, _, args, kwargs = check_call(cell.source)
+                yield cell, (the_check(name)[1], args, kwargs)
+            except ValueError as e:
+                yield cell, e
+
+
 def child_checks(nb):
     """What a notebook's test cells ask of checks whose rung runs the answer in child processes (CUDA's, Triton's):
     (whether any does, the case names those cells pass)."""
     from ..harness.rungs import RUNGS
     kinds = [rung.answer for rung in RUNGS.values() if rung.children]
-    found, cases = False, set()
-    for cell in nb.cells:
-        if is_test_cell(cell):
-            try:
-                name, _, args, kwargs = check_call(cell.source)
-                kind = the_check(name)[1]
-            except ValueError:
-                continue
-            if kind in kinds:
-                found = True
-                cases.update(a for a in [*args, *kwargs.values()] if isinstance(a, str))
-    return found, cases
+    calls = [call for _, call in _judged_calls(nb) if not isinstance(call, ValueError) and call[0] in kinds]
+    return bool(calls), {a for _, args, kwargs in calls for a in [*args, *kwargs.values()] if isinstance(a, str)}
 
 
 def unjudgeable(nb):
     """[(grade_id, why)] of a notebook's test cells that the judge cannot run as one check call."""
-    out = []
-    for cell in nb.cells:
-        if is_test_cell(cell):
-            try:
-                the_check(check_call(cell.source)[0])
-            except ValueError as e:
-                out.append((cell.metadata["nbgrader"].get("grade_id", "?"), str(e)))
-    return out
+    return [(cell.metadata["nbgrader"].get("grade_id", "?"), str(call)) for cell, call in _judged_calls(nb)
+            if isinstance(call, ValueError)]
 
 
 DEMO_NOTE = ("(a demo of the lesson, not run at grading: the tests call your code themselves. It ran in your "

@@ -182,19 +182,16 @@ def wait(folder, owner, kept=""):
     if torch.cuda.is_available():
         torch.zeros(1, device="cuda")
         torch.cuda.synchronize()
-    warm = trace.time.time()
     while True:
         job = wait_for_job(folder, int(owner))
         if job is None:
             sys.exit(UNUSED)
-        trace.mark("spare taken", trace.key_of(job["args"][0]) if job["args"] else "", warm=warm)
         if not kept:
             globals()[job["task"]](*job["args"])
             return
         if not _kept_job(job):
             return
         job_done(folder)
-        warm = trace.time.time()
 
 
 def _kept_job(job):
@@ -260,7 +257,6 @@ def build(job_path, result_path):
     """Builds a check's cuda_src with load_cuda (the module is imported here, in the child): its file, or the
     compiler's errors, as JSON. The job carries the environment of the process that asked: the same build."""
     from course.toolchain import CompileError, load_cuda
-    trace.mark("build started", trace.key_of(job_path))
     with open(job_path) as f:
         job = json.load(f)
     os.environ.clear()

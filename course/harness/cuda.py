@@ -157,7 +157,7 @@ def in_child(task, args, log, timeout, sanitizer=None, env=None, imports=(), ans
     interpreter when env is given), or a spare started under sanitizer in env; on a GPU, calls of an answer (the
     file of its module) go to the answer's kept spare (spare.py). Its exit code, None after a timeout."""
     key = trace.key_of(args[0]) if args else ""
-    trace.mark(f"{task} asked", key, sanitized=sanitizer is not None)
+    trace.mark(f"{task} asked", key)
     try:
         return _in_child(task, args, log, timeout, sanitizer, env, imports, answer)
     finally:

@@ -115,11 +115,19 @@ def take(prefix, env):
     return Spare(prefix, env)
 
 
+def _run(spare, new, task, args, log, timeout):
+    """spare.run, or new().run when the spare ended idle just as the job came: (the spare that ran it, its code)."""
+    code = spare.run(task, args, log, timeout)
+    if code == UNUSED:
+        spare = new()
+        code = spare.run(task, args, log, timeout)
+    return spare, code
+
+
 def run_taken(prefix, env, task, args, log, timeout):
     """Runs child.<task>(*args) in the waiting spare for prefix and env (or a new one): its exit code, None after
-    timeout. A spare that ended idle just as the job came is replaced."""
-    code = take(prefix, env).run(task, args, log, timeout)
-    return Spare(prefix, env).run(task, args, log, timeout) if code == UNUSED else code
+    timeout."""
+    return _run(take(prefix, env), lambda: Spare(prefix, env), task, args, log, timeout)[1]
 
 
 _kept = {}  # environment -> {"fresh": a kept spare warming up, "used": the one an answer's checks use}
@@ -154,15 +162,9 @@ def run_kept(task, args, log, timeout, env, answer):
             used, stale = None, used
         spare = used or _alive(slots.pop("fresh", None))
     _discard(stale)
-    for _ in range(2):  # a second time only when the spare ended idle just as the job came
-        if spare is None:
-            spare = Spare([], env, kept=True)
-        spare.answer = answer
-        code = spare.run(task, args, log, timeout)
-        if code != UNUSED:
-            break
-        spare = None
-    if spare is None or not spare.alive():
+    spare, code = _run(spare or Spare([], env, kept=True), lambda: Spare([], env, kept=True), task, args, log, timeout)
+    spare.answer = answer
+    if not spare.alive():
         prepare_kept(env)  # the next check's, warming up while this one is judged
         return code
     with _lock:
@@ -180,8 +182,7 @@ def _close_all():
         _spares.clear()
         _kept.clear()
     for spare in spares:
-        spare.close()
-        shutil.rmtree(spare.folder, ignore_errors=True)
+        _discard(spare)
 
 
 def wait_for_job(folder, owner):
