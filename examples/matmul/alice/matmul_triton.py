@@ -1,4 +1,4 @@
-BM, BN, BK = 32, 32, 32  # a program's tile of out (BM x BN), and the k step
+BM, BN, BK = 64, 64, 32  # a program's tile of out (BM x BN), and the k step
 
 
 @triton.jit
