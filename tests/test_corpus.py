@@ -30,7 +30,7 @@ import course
 from course.assignments import Assignment
 from course.device import cpu_mode
 from course.grading.seeds import is_test_cell
-from course.grading.trusted import check_call
+from course.grading.trusted import check_call, is_demo
 from course.harness import cuda as harness_cuda
 from course.harness import python as harness_python
 from course.harness.rungs import PYTHON, RUNGS
@@ -75,7 +75,7 @@ def notebook_cells(topic, exercise, answer):
     out = []
     for cell in nb.cells:
         tags, meta = cell.metadata.get("tags", []), cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code" or "demo" in tags or "gpu" in tags:
+        if cell.cell_type != "code" or is_demo(cell) or "gpu" in tags:
             continue
         code = re.sub(r"^%%?time +", "", cell.source, flags=re.M)  # %time is IPython's; the rest is Python
         if is_test_cell(cell):

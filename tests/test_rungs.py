@@ -95,3 +95,13 @@ def test_every_rung_declares_the_words_its_hints_speak():
     for rung in RUNGS.values():
         assert set(rung.words) == set(WORDS_KEYS), rung.name
         assert rung.words["lang"] == rung.name
+
+
+def test_a_crash_hint_of_its_own_comes_from_the_rung_that_declares_it():
+    from course.harness.cuda import crash_hint
+    from course.harness.rungs import CUDA, TRITON
+    text = "CompilationError: at 3:8: Cannot access global variable RED"
+    assert "`RED = tl.constexpr(...)`" in crash_hint(text, TRITON.words)
+    assert crash_hint(text, CUDA.words) == f"read the error above: it comes from {CUDA.words['code']}"
+    assert "make BM, BN or BK smaller" in crash_hint("OutOfResources: out of resource: shared memory", TRITON.words)
+    assert "outside a tensor" in crash_hint("an illegal memory access was encountered", TRITON.words)  # the shared ones

@@ -22,7 +22,7 @@ import nbformat
 from nbgrader.utils import determine_grade, is_solution
 
 from .seeds import is_test_cell, personal_notebook
-from .trusted import Answers, answer, decode, encode, judge_cell
+from .trusted import Answers, answer, decode, encode, is_demo, judge_cell
 
 NOTEBOOK_TIMEOUT = 1800  # seconds for one notebook's re-run: compiles and checks included
 
@@ -132,7 +132,7 @@ def _run_child(nb_path, result_path):
     try:
         for cell in nb.cells:
             tags = cell.metadata.get("tags", [])
-            if cell.cell_type != "code" or "demo" in tags or ("gpu" in tags and not torch.cuda.is_available()):
+            if cell.cell_type != "code" or is_demo(cell) or ("gpu" in tags and not torch.cuda.is_available()):
                 continue  # a demo cell only shows the student's function at work; the tests call it themselves
             if not is_test_cell(cell):
                 if not worker.stopped:

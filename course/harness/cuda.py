@@ -74,7 +74,8 @@ HEAP_CORRUPTED = re.compile(r"free\(\): invalid|malloc\(\)|corrupted (size|doubl
 
 
 def crash_hint(text, words=None):
-    """The likely cause of a child's error or crash, from its words; words: the rung's (rungs.WORDS_KEYS)."""
+    """The likely cause of a child's error or crash, from its words; words: the rung's (rungs.WORDS_KEYS), whose
+    "crashes" add the rung's own (pattern, hint) pairs."""
     if ("illegal memory access" in text or "address space" in text or "out of bounds" in text.lower() or "SIGSEGV" in text
             or "SIGBUS" in text or HEAP_CORRUPTED.search(text)):
         return ("a thread read or wrote outside a tensor (or the C++ wrapper used a bad pointer): check the "
@@ -87,16 +88,12 @@ def crash_hint(text, words=None):
         return ("the launch asked for an impossible grid: threads per block must be 1 to 1024 and every grid "
                 "dimension at least 1 (compute blocks with cdiv, which rounds up; plain division gives 0 "
                 "blocks for fewer elements than a block; for an empty input, return before the launch)")
-    global_name = re.search(r"Cannot access global variable (\w+)", text)
-    if global_name:
-        return (f"a @triton.jit kernel may read a global only if it is a tl.constexpr: define it as "
-                f"`{global_name.group(1)} = tl.constexpr(...)`, or pass it to the kernel as an argument annotated "
-                "`: tl.constexpr` (CPU mode's interpreter would run it as it is, but the GPU's compiler refuses it, "
-                "and the checks compile your kernel as the GPU does)")
-    if "out of resource: shared memory" in text:
-        return ("the kernel's tiles need more shared memory than one program can have on the GPU: make BM, BN or BK "
-                "smaller (or num_stages, which keeps that many tiles in flight)")
-    return f"read the error above: it comes from {(words or CUDA.words)['code']}"
+    words = words or CUDA.words
+    for pattern, hint in words.get("crashes", ()):
+        found = re.search(pattern, text)
+        if found:
+            return hint.format(*found.groups())
+    return f"read the error above: it comes from {words['code']}"
 
 
 def memory_module():

@@ -107,19 +107,20 @@ WORDS_KEYS = ("lang",      # "python", "cuda", "triton"
               "floor",     # the same rounded down (the classic mistake)
               "columns",   # a 2D grid's extent across w columns
               "store",     # storing an element
-              "code")      # where an error the student's code raised comes from
+              "code",      # where an error the student's code raised comes from
+              "crashes")   # (pattern, hint) pairs: the rung's own causes of an error (the hint formats the groups)
 PYTHON_WORDS = {"lang": "python", "launch": "call it with blk_kernel(f, blocks, threads, ...)",
                 "create": "torch.empty", "allocate": "create it with device=x.device", "dtype": "dtype=x.dtype",
                 "index": "i = blockidx*blockdim + threadidx", "lane": "thread", "first": "thread 0 of block 0",
                 "group": "block", "groups": "blocks", "grid": "cdiv(n, threads)", "floor": "n // threads",
                 "columns": "blocks.x = cdiv(w, threads.x)", "store": "out[i] = ...",
-                "code": "your function or from your kernel"}
+                "code": "your function or from your kernel", "crashes": ()}
 CUDA_WORDS = {"lang": "cuda", "launch": "launch it with kernel<<<blocks, threads>>>(...)", "create": "torch::empty",
               "allocate": "allocate it with input.options()", "dtype": "input.options()",
               "index": "i = blockIdx.x*blockDim.x + threadIdx.x", "lane": "thread", "first": "thread 0 of block 0",
               "group": "block", "groups": "blocks", "grid": "cdiv(n, threads)", "floor": "n / threads",
               "columns": "blocks.x = cdiv(w, threads.x)", "store": "out[i] = ...",
-              "code": "your C++ function or from your kernel"}
+              "code": "your C++ function or from your kernel", "crashes": ()}
 TRITON_WORDS = {"lang": "triton", "launch": "launch it with kernel[grid](...)", "create": "torch.empty",
                 "allocate": "create it with torch.empty(..., device=x.device)", "dtype": "dtype=x.dtype",
                 "index": "offs = tl.program_id(0)*BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)",
@@ -127,7 +128,16 @@ TRITON_WORDS = {"lang": "triton", "launch": "launch it with kernel[grid](...)", 
                 "groups": "programs", "grid": "triton.cdiv(n, BLOCK_SIZE)", "floor": "n // BLOCK_SIZE",
                 "columns": "triton.cdiv(w, BLOCK_W) programs along the columns' axis",
                 "store": "tl.store(out_ptr + offs, ..., mask=mask)",
-                "code": "your launch function or from your @triton.jit kernel"}
+                "code": "your launch function or from your @triton.jit kernel",
+                "crashes": (
+                    (r"Cannot access global variable (\w+)",
+                     "a @triton.jit kernel may read a global only if it is a tl.constexpr: define it as "
+                     "`{0} = tl.constexpr(...)`, or pass it to the kernel as an argument annotated `: tl.constexpr` "
+                     "(CPU mode's interpreter would run it as it is, but the GPU's compiler refuses it, and the "
+                     "checks compile your kernel as the GPU does)"),
+                    (r"out of resource: shared memory",
+                     "the kernel's tiles need more shared memory than one program can have on the GPU: make BM, BN "
+                     "or BK smaller (or num_stages, which keeps that many tiles in flight)"))}
 
 PYTHON = Rung("python", sizes="python", small=True, runner=imported("course.harness.python:check_python"),
               answer=FUNCTION, words=PYTHON_WORDS)

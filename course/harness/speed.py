@@ -190,10 +190,11 @@ def verdict(job, result):
     """Judges a speed test's runs (child.judge, where the student's module never ran): the figures and the share of
     the points as a record, or AssertionError for a wrong output."""
     from .cuda import KernelFailed, _exercise, crash_hint
+    from .rungs import RUNGS
     exercise, func = _exercise(job.exercise), job.func
     if result.error:
         raise KernelFailed(f"running your function raised an error during the speed test:\n  {result.error}\n"
-                           f"Hint: {crash_hint(result.error)}.")
+                           f"Hint: {crash_hint(result.error, RUNGS[job.speed['rung']].words)}.")
     if result.wrong:
         w = result.wrong
         if w["name"] != "yours":
