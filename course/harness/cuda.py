@@ -89,7 +89,7 @@ def crash_hint(text, words=None):
                 "dimension at least 1 (compute blocks with cdiv, which rounds up; plain division gives 0 "
                 "blocks for fewer elements than a block; for an empty input, return before the launch)")
     words = words or CUDA.words
-    for pattern, hint in words.get("crashes", ()):
+    for pattern, hint in words["crashes"]:
         found = re.search(pattern, text)
         if found:
             return hint.format(*found.groups())

@@ -191,10 +191,10 @@ def verdict(job, result):
     the points as a record, or AssertionError for a wrong output."""
     from .cuda import KernelFailed, _exercise, crash_hint
     from .rungs import RUNGS
-    exercise, func = _exercise(job.exercise), job.func
+    exercise, func, words = _exercise(job.exercise), job.func, RUNGS[job.speed["rung"]].words
     if result.error:
         raise KernelFailed(f"running your function raised an error during the speed test:\n  {result.error}\n"
-                           f"Hint: {crash_hint(result.error, RUNGS[job.speed['rung']].words)}.")
+                           f"Hint: {crash_hint(result.error, words)}.")
     if result.wrong:
         w = result.wrong
         if w["name"] != "yours":
@@ -211,8 +211,7 @@ def verdict(job, result):
             raise AssertionError(
                 f"{said} when the work your function queued on the current stream had ended, and right only later: "
                 "your function returned while its kernel was still running elsewhere.\nHint: " + ELSEWHERE_HINT)
-        from .rungs import RUNGS
-        case = Case(w["where"], w["args"], words=RUNGS[job.speed["rung"]].words)
+        case = Case(w["where"], w["args"], words=words)
         try:
             exercise.judge(w["value"], case, func, unwritten(w["value"]))
         except AssertionError as e:
