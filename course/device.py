@@ -3,7 +3,16 @@ import os
 
 
 class GPUNeeded(AssertionError):
-    """Raised by what can only run on an NVIDIA GPU, where PyTorch sees none."""
+    """Raised by what can only run on an NVIDIA GPU, in CPU mode: the answer cannot be judged there, so it fails."""
+
+
+class GraderFault(Exception):
+    """A check that cannot run here for a reason of the grader's (no GPU where one was promised, no compute-sanitizer,
+    a check server gone): never a verdict on the answer. Grading stops for that student with the reason."""
+
+
+class GPULost(GraderFault):
+    """GPU mode (COURSE_CPU_MODE=0, or a GPU seen when grading started) where PyTorch now sees no GPU."""
 
 
 def has_gpu():
@@ -43,7 +52,11 @@ def cpu_banner():
 
 
 def require_gpu(what):
-    """Raises GPUNeeded, naming what needed the GPU, when there is none."""
+    """Raises, naming what needed the GPU, when there is none: GPUNeeded in CPU mode (the check fails, saying so),
+    GPULost where GPU mode was asked for (COURSE_CPU_MODE=0): the grader's fault, not the answer's."""
+    if not has_gpu() and not cpu_mode():
+        raise GPULost(f"{what} needs an NVIDIA GPU: this process runs in GPU mode (COURSE_CPU_MODE=0) and PyTorch "
+                      "sees none (torch.cuda.is_available() is False). This is the grader's set-up, not your code.")
     if not has_gpu():
         raise GPUNeeded(f"{what} needs an NVIDIA GPU, and PyTorch sees none here "
                         "(torch.cuda.is_available() is False). On a machine with a GPU this runs; "

@@ -5,7 +5,8 @@ import signal
 import pytest
 import torch
 
-from course import GPUNeeded, blk_kernel, cdiv, check_rgb2grey, check_rgb2grey_cuda, has_gpu, rgb2grey, run_kernel
+from course.device import GraderFault
+from course import blk_kernel, cdiv, check_rgb2grey, check_rgb2grey_cuda, has_gpu, rgb2grey, run_kernel
 from course.harness.child import Run
 from course.harness.cuda import _crashed, in_child
 from course.harness.exercise import Case
@@ -303,11 +304,12 @@ def test_two_runs_that_differ_are_diagnosed_as_a_race_or_an_undefined_read():
 
 
 @pytest.mark.skipif(has_gpu(), reason="this machine has a GPU")
-def test_cuda_check_without_a_gpu_or_cpu_mode_fails_saying_so(monkeypatch):
+def test_cuda_check_without_a_gpu_in_gpu_mode_is_the_graders_fault(monkeypatch):
+    # GPU mode asked for (COURSE_CPU_MODE=0) with no GPU: no verdict on the answer, a fault that stops its grading
     monkeypatch.setenv("COURSE_CPU_MODE", "0")
-    with pytest.raises(GPUNeeded, match="needs an NVIDIA GPU") as info:
+    with pytest.raises(GraderFault, match="grader's set-up") as info:
         check_rgb2grey_cuda(object(), "tiny")
-    assert isinstance(info.value, AssertionError)
+    assert not isinstance(info.value, AssertionError)
 
 
 def test_a_crash_after_a_stray_write_names_the_write():

@@ -25,7 +25,7 @@ from ..processes import run_in_session
 from . import merge
 from .layout import (CourseError, course_root, db_path, db_url, notebook_names, read_notebook, require_assignment,
                      state_dir, submitted_students)
-from .ledger import Ledger, fingerprint, grading_code_digest
+from .ledger import Ledger, fingerprint, grading_code_digest, grading_mode
 from .seeds import ensure_secret
 from .verify import disagreement_line
 from .warmstub import command
@@ -84,6 +84,7 @@ class Plan:
     todo: list = field(default_factory=list)      # students to grade
     unchanged: list = field(default_factory=list)  # graded before, inputs unchanged
     fingerprints: dict = field(default_factory=dict)
+    mode: str = "gpu"                             # where the checks run kernels: "gpu" or "cpu" (ledger.grading_mode)
 
 
 def unreadable(root, assignment, students):
@@ -125,12 +126,12 @@ def make_plan(root, assignment, students=None, shard=None, force=False, db=None)
     else:
         target, ledger = main, Ledger(root, assignment)
     secret, _ = ensure_secret(root)
-    code = grading_code_digest()
-    plan = Plan(root, assignment, target, ledger)
+    code, mode = grading_code_digest(), grading_mode()
+    plan = Plan(root, assignment, target, ledger, mode=mode)
     done = ledger.entries()
     graded = set(merge.students_in(target, assignment))
     for s in found:
-        fp = fingerprint(root, assignment, s, secret, code)
+        fp = fingerprint(root, assignment, s, secret, code, mode)
         plan.fingerprints[s] = fp
         before = done.get(s)
         # a student whose grading failed is tried again: the cause may have been the machine, not the submission
@@ -339,7 +340,8 @@ def _pool(plan, tmp, workers, gpus, make_env, threads, extra_env, verify, timeou
 
 def _finish(plan, student, worker_db, result, summary):
     """Merges a finished student into the gradebook and the ledger (a failed one: old grade removed, reason kept)."""
-    entry = {"student": student, "fingerprint": plan.fingerprints[student], "seconds": round(result["seconds"], 1)}
+    entry = {"student": student, "fingerprint": plan.fingerprints[student], "mode": plan.mode,
+             "seconds": round(result["seconds"], 1)}
     if result.get("ok"):
         merge.merge_student(worker_db, plan.target, plan.assignment, student)
         score, top = result.get("scores") or (None, None)

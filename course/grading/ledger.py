@@ -19,16 +19,27 @@ def _hash_files(h, paths, base):
         h.update(p.read_bytes() + b"\0")
 
 
+GRADING_FILES = (".py", ".cpp", ".h", ".png", ".txt")  # the course package's code and the data its checks read
+
+
 def grading_code_digest():
-    """A hash of the code that decides verdicts (course/harness, course/topics, course/toolchain): changed code, new grades."""
+    """A hash of the whole course package (every module, C++ source and data file): any change to what grading runs,
+    new grades."""
     h = hashlib.sha256()
-    _hash_files(h, [p for d in ("harness", "topics", "toolchain") for p in (_COURSE / d).rglob("*")
-                    if p.is_file() and p.suffix in (".py", ".cpp", ".h")], _COURSE)
+    _hash_files(h, [p for p in _COURSE.rglob("*") if p.is_file() and p.suffix in GRADING_FILES
+                    and "__pycache__" not in p.parts], _COURSE)
     return h.hexdigest()
 
 
-def fingerprint(root, assignment, student, secret, code_digest):
-    """What a grade depends on: the submission's files, the source notebooks, the configuration, the secret, the grading code."""
+def grading_mode():
+    """"gpu" or "cpu": where this process's checks run kernels (a class graded in CPU mode is graded again on a GPU)."""
+    from ..device import cpu_mode
+    return "cpu" if cpu_mode() else "gpu"
+
+
+def fingerprint(root, assignment, student, secret, code_digest, mode="gpu"):
+    """What a grade depends on: the submission's files, the source notebooks, the configuration, the secret, the
+    grading code, and the mode (GPU or CPU) it is graded in."""
     root = Path(root)
     h = hashlib.sha256()
     sub = root / "submitted" / student / assignment
@@ -38,6 +49,7 @@ def fingerprint(root, assignment, student, secret, code_digest):
     h.update((root / "nbgrader_config.py").read_bytes())
     h.update(hashlib.sha256(secret or b"").digest())
     h.update(code_digest.encode())
+    h.update(mode.encode())
     return h.hexdigest()
 
 
