@@ -33,7 +33,7 @@ class IsolatedFunction:
             return tuple(v.to(device) if isinstance(v, torch.Tensor) else v for v in value)
         return value.to(device) if isinstance(value, torch.Tensor) else value
 
-    def time(self, *args, warmup=3, reps=20):
+    def time_in_child(self, *args, warmup=3, reps=20):
         """cuda_time of the function on args, measured in a process of its own (cuda_time(isolated_f, ...) calls it)."""
         ms, printed = call_in_child(self.module, self.__name__, args, timeout=TIMING_TIMEOUT, timing=(warmup, reps),
                                     loader=self.loader, words=self.words)
