@@ -1,28 +1,35 @@
 """The Python rungs of the ladder: runners that call a kernel once per thread, as CUDA would."""
 import contextlib
 import itertools
+from pathlib import Path
+import sys
 import threading
 from typing import NamedTuple
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 MAX_THREADS_PER_BLOCK = 1024
+FEW = 16  # elements: one thread's arithmetic is on single values (a pixel's three channels); more is vectorised work
+PROBED_LAUNCHES = 4  # the launches of one call whose picked threads run alone first (the first ones)
 
 
-def new_record(reversed=False):
-    """An empty record of what the runners do in one call; reversed: blk_kernel2d_shar's blocks run threads last to first."""
+def new_record(reversed=False, alone=None):
+    """An empty record of what the runners do in one call; reversed: blk_kernel2d_shar's blocks run threads last to first;
+    alone: the judge's picks (fractions in [0, 1)) of the threads each launch first runs alone (its "contract")."""
     return {"threads": 0, "returned": 0, "returned_by": None, "launches": [], "kernel": None, "args": None,
-            "writes": 0, "syncs": 0, "reversed": reversed}
+            "writes": 0, "syncs": 0, "reversed": reversed, "alone": alone, "contract": []}
 
 
 _record = new_record()  # where the runners write: the record of the call being recorded, else one nobody reads
 
 
 @contextlib.contextmanager
-def recording(reversed=False):
+def recording(reversed=False, alone=None):
     """A fresh record that the runners write while the block runs: what a check's call did (harness/python.py)."""
     global _record
-    outer, _record = _record, new_record(reversed)
+    outer, _record = _record, new_record(reversed, alone)
     try:
         yield _record
     finally:
@@ -145,6 +152,149 @@ def _call(f, where, *args, kernel=None):
         raise new.with_traceback(e.__traceback__) from None
 
 
+# ---- the one-thread contract: picked threads run alone on fresh copies, before the launch itself ------------------
+
+_TOPICS = str(Path(__file__).resolve().parent / "topics")  # where the course's references live
+
+
+class _Computes(TorchDispatchMode):
+    """Notes each PyTorch operation that computes on more than FEW elements (a view computes nothing)."""
+
+    def __init__(self, ops):
+        super().__init__()
+        self.ops = ops
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if not func.is_view:
+            n = max((t.numel() for t in tree_leaves((args, kwargs, out)) if isinstance(t, torch.Tensor)), default=0)
+            if n > FEW:
+                self.ops.append([func.overloadpacket.__name__, n])
+        return out
+
+
+class _Watch:
+    """What a unit run alone computed: the operations on more than FEW elements, the course's references it called."""
+
+    def __init__(self):
+        self.ops, self.refs = [], []
+
+    @contextlib.contextmanager
+    def inside(self):
+        """Watches the thread that enters it (PyTorch's modes and Python's profiler are per thread)."""
+        refs = self.refs
+
+        def profile(frame, event, arg):
+            if event == "call" and frame.f_code.co_filename.startswith(_TOPICS):
+                refs.append(frame.f_code.co_name)
+
+        previous = sys.getprofile()
+        sys.setprofile(profile)
+        try:
+            with _Computes(self.ops):
+                yield
+        finally:
+            sys.setprofile(previous)
+
+
+class _Watched(CheckedTensor):
+    """A fresh copy of a kernel's tensor for a unit run alone: each store through it noted, with the thread's number."""
+    __slots__ = ("stores", "k", "who")
+
+    def __init__(self, tensor, stores, k):
+        super().__init__(tensor)
+        self.stores, self.k, self.who = stores, k, lambda: 0
+
+    def __setitem__(self, idx, value):
+        super().__setitem__(idx, value)
+        self.stores.append((self.k, self.who(), idx))
+
+
+def _changed(before, after):
+    """Where two tensors of one shape differ bit for bit, as flat indices."""
+    if before.numel() == 0:
+        return torch.zeros(0, dtype=torch.long)
+    a = before.detach().contiguous().reshape(-1).view(torch.uint8).view(before.numel(), before.element_size())
+    b = after.detach().contiguous().reshape(-1).view(torch.uint8).view(after.numel(), after.element_size())
+    return (a != b).any(dim=1).nonzero().flatten()
+
+
+def _flat(tensor, idx):
+    """The flat indices an index into tensor selects; empty when it selects none that can be named."""
+    try:
+        return torch.arange(tensor.numel()).view(tensor.shape)[idx].reshape(-1)
+    except Exception:  # an index torch refuses stored nothing
+        return torch.zeros(0, dtype=torch.long)
+
+
+def _run_alone(who, at, run, args, before, outputs):
+    """Runs one unit alone on fresh copies of args as they were before the launch, the launch's outputs filled with
+    the fill pattern: what it wrote (flat indices of each tensor), the most elements one of its threads stored, what it
+    computed; all as plain data."""
+    from .harness.exercise import fill_byte
+    stores, watch, starts, copies = [], _Watch(), [], []
+    for k, (a, b) in enumerate(zip(args, before)):
+        if b is None:
+            starts.append(None)
+            copies.append(a)
+            continue
+        start = b.clone()
+        if k in outputs and start.dtype != torch.bool and start.is_contiguous():
+            start.view(-1).view(torch.uint8).fill_(fill_byte(start.dtype))
+        starts.append(start)
+        copies.append(_Watched(start.clone(), stores, k))
+    kept = {k: _record[k] for k in ("syncs", "threads", "returned", "returned_by")}
+    error = None
+    try:
+        run(copies, watch)
+    except Exception as e:  # an error the launch did not raise (it ran first): noted, never the verdict
+        text = str(e).strip()
+        error = f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
+    finally:
+        _record.update(kept)
+    wrote, most = [], [0, 0]
+    for k, (start, c) in enumerate(zip(starts, copies)):
+        if start is None:
+            continue
+        by_thread = {}
+        for arg, t, idx in stores:
+            if arg == k:
+                by_thread.setdefault(t, []).append(_flat(start, idx))
+        for t, parts in by_thread.items():
+            count = len(torch.cat(parts).unique())
+            if count > most[0]:
+                most = [count, t]
+        flat = torch.cat([_changed(start, c.tensor), *(p for parts in by_thread.values() for p in parts)]).unique()
+        if len(flat):
+            wrote.append({"arg": k, "numel": start.numel(), "flat": flat})
+    return {"who": who, "at": at, "wrote": wrote, "most": most, "ops": watch.ops[:8], "refs": sorted(set(watch.refs)),
+            "error": error}
+
+
+def _one_thread(f, call):
+    """A unit of one thread: calls f on its index values and the copies, watched."""
+    def run(copies, watch):
+        with watch.inside():
+            f(*call, *copies)
+    return run
+
+
+@contextlib.contextmanager
+def _contract(kind, geometry, total, unit, f, args):
+    """Around a launch of total units: notes which tensors the launch wrote, then runs the judge's picks among its
+    units alone (unit(u) gives a unit's (who, where it is, how to run it)) on fresh copies of the tensors as they were
+    before it; the record's contract gets it all as plain data (harness/contract.py judges it)."""
+    picks = _record["alone"]
+    if picks is None or total == 0 or len(_record["contract"]) >= PROBED_LAUNCHES:
+        yield
+        return
+    before = [a.tensor.clone() if isinstance(a, CheckedTensor) else None for a in args]
+    yield
+    outputs = [k for k, (a, b) in enumerate(zip(args, before)) if b is not None and len(_changed(b, a.tensor))]
+    chosen = sorted({0, total - 1, *(min(int(p * total), total - 1) for p in picks)})
+    _record["contract"].append({"runner": kind, **geometry, "outputs": [[k, args[k].tensor.numel()] for k in outputs],
+                                "units": [_run_alone(*unit(u), args, before, outputs) for u in chosen]})
+
 def run_kernel(f, times, *args):
     """Calls f(i, *args) for i in range(times), or f(i, j, *args) for every (i, j) when times is (rows, cols) (taught in grayscale/L1, matmul/L1)."""
     args = _checked(args)
@@ -153,15 +303,21 @@ def run_kernel(f, times, *args):
             raise TypeError(f"times must be an int or a pair (rows, cols), not {times!r}")
         rows, cols = _count("times[0]", times[0]), _count("times[1]", times[1])
         _launched(("run_kernel", times, rows * cols), f, args)
-        for i, j in itertools.product(range(rows), range(cols)):
-            _record["threads"] += 1
-            _call(f, f"thread i={i}, j={j}", i, j, *args)
+
+        def unit(u):
+            i, j = divmod(u, cols)
+            return f"thread i={i}, j={j}", [i, j], _one_thread(f, (i, j))
+        with _contract("run_kernel", {"times": [rows, cols]}, rows * cols, unit, f, args):
+            for i, j in itertools.product(range(rows), range(cols)):
+                _record["threads"] += 1
+                _call(f, f"thread i={i}, j={j}", i, j, *args)
         return
     _count("times", times)
     _launched(("run_kernel", times, times), f, args)
-    for i in range(times):
-        _record["threads"] += 1
-        _call(f, f"thread i={i}", i, *args)
+    with _contract("run_kernel", {"times": times}, times, lambda u: (f"thread i={u}", u, _one_thread(f, (u,))), f, args):
+        for i in range(times):
+            _record["threads"] += 1
+            _call(f, f"thread i={i}", i, *args)
 
 
 def _check_threads(threads):
@@ -178,10 +334,15 @@ def blk_kernel(f, blocks, threads, *args):
     _check_threads(dim3(_count("threads", threads)))
     args = _checked(args)
     _launched(("blk_kernel", blocks, threads, blocks * threads), f, args)
-    for i in range(blocks):
-        for j in range(threads):
-            _record["threads"] += 1
-            _call(f, f"block {i}, thread {j}", i, j, threads, *args)
+
+    def unit(u):
+        b, t = divmod(u, threads)
+        return f"thread {t} of block {b}", u, _one_thread(f, (b, t, threads))
+    with _contract("blk_kernel", {"blocks": blocks, "threads": threads}, blocks * threads, unit, f, args):
+        for i in range(blocks):
+            for j in range(threads):
+                _record["threads"] += 1
+                _call(f, f"block {i}, thread {j}", i, j, threads, *args)
 
 
 def blk_kernel2d(f, blocks, threads, *args):
@@ -191,8 +352,15 @@ def blk_kernel2d(f, blocks, threads, *args):
     args = _checked(args)
     _launched(("blk_kernel2d", blocks, threads,
                blocks.x * blocks.y * blocks.z * threads.x * threads.y * threads.z), f, args)
-    for bz, by, bx in itertools.product(range(blocks.z), range(blocks.y), range(blocks.x)):
-        for tz, ty, tx in itertools.product(range(threads.z), range(threads.y), range(threads.x)):
+    every = list(itertools.product(itertools.product(range(blocks.z), range(blocks.y), range(blocks.x)),
+                                   itertools.product(range(threads.z), range(threads.y), range(threads.x))))
+
+    def unit(u):
+        (bz, by, bx), (tz, ty, tx) = every[u]
+        return (f"thread (x={tx}, y={ty}) of block (x={bx}, y={by})", [[bx, by, bz], [tx, ty, tz]],
+                _one_thread(f, (dim3(bx, by, bz), dim3(tx, ty, tz), threads)))
+    with _contract("blk_kernel2d", {"blocks": list(blocks), "threads": list(threads)}, len(every), unit, f, args):
+        for (bz, by, bx), (tz, ty, tx) in every:
             _record["threads"] += 1
             _call(f, f"block (x={bx}, y={by}, z={bz}), thread (x={tx}, y={ty}, z={tz})",
                   dim3(bx, by, bz), dim3(tx, ty, tz), threads, *args)
@@ -210,8 +378,9 @@ class _Block:
     every time, not once in a while.
     """
 
-    def __init__(self, f, blockidx, threads, shared, args):
+    def __init__(self, f, blockidx, threads, shared, args, watch=None):
         self.f, self.blockidx, self.threads, self.shared, self.args = f, blockidx, threads, shared, args
+        self.watch = watch  # a block run alone for the contract: each thread watched (_Watch)
         self.n = threads.x * threads.y * threads.z
         self.go = [threading.Semaphore(0) for _ in range(self.n)]  # a thread's turn to run
         self.back = threading.Semaphore(0)                          # the running thread paused or ended
@@ -233,7 +402,8 @@ class _Block:
         self.go[t].acquire()
         try:
             if not self.stopped:
-                self.f(self.blockidx, threadidx, self.threads, self.shared, self.syncthreads, *self.args)
+                with self.watch.inside() if self.watch else contextlib.nullcontext():
+                    self.f(self.blockidx, threadidx, self.threads, self.shared, self.syncthreads, *self.args)
         except _Stop:
             return
         except Exception as e:
@@ -283,8 +453,22 @@ def blk_kernel2d_shar(f, blocks, threads, sh_sz, *args):
     args = _checked(args)
     _launched(("blk_kernel2d_shar", blocks, threads,
                             blocks.x * blocks.y * blocks.z * threads.x * threads.y * threads.z), f, args)
-    for bz, by, bx in itertools.product(range(blocks.z), range(blocks.y), range(blocks.x)):
-        # Each block's own shared memory, holding NaN until written: reading a slot too early shows.
-        shared = CheckedTensor(torch.full((sh_sz,), float("nan")))
-        _Block(f, dim3(bx, by, bz), threads, shared, args).run()
-        _record["writes"] += shared.tensor._version  # every write, through views too, counts
+    every = list(itertools.product(range(blocks.z), range(blocks.y), range(blocks.x)))
+
+    def unit(u):  # threads of a block share its memory and barrier: a block runs alone, its threads' stores told apart
+        bz, by, bx = every[u]
+
+        def run(copies, watch):
+            block = _Block(f, dim3(bx, by, bz), threads, CheckedTensor(torch.full((sh_sz,), float("nan"))), copies,
+                           watch)
+            for c in copies:
+                if isinstance(c, _Watched):
+                    c.who = lambda: getattr(block.local, "t", 0)
+            block.run()
+        return f"block (x={bx}, y={by})", [bx, by, bz], run
+    with _contract("blk_kernel2d_shar", {"blocks": list(blocks), "threads": list(threads)}, len(every), unit, f, args):
+        for bz, by, bx in every:
+            # Each block's own shared memory, holding NaN until written: reading a slot too early shows.
+            shared = CheckedTensor(torch.full((sh_sz,), float("nan")))
+            _Block(f, dim3(bx, by, bz), threads, shared, args).run()
+            _record["writes"] += shared.tensor._version  # every write, through views too, counts

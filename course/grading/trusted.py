@@ -197,13 +197,13 @@ def answer(ns, what, arg):
             return ("value", value if isinstance(value, str) else ns.get("cuda_src"))
         name, args, order = arg
         try:  # in the order of a block's threads the judge asks for
-            with ladder.recording(order["reversed"]) as ran, python.time_limit(python.PYTHON_TIMEOUT), \
+            with ladder.recording(order["reversed"], order.get("alone")) as ran, python.time_limit(python.PYTHON_TIMEOUT), \
                     python.prefilled(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 value = ns[name](*args)
         except python._TimedOut as e:
             from course.harness.evidence import timeout_hint
             return ("timeout", timeout_hint(e.__traceback__, ran, python.PYTHON_TIMEOUT))
-        return ("returned", value, args, {key: ran[key] for key in ("writes", "syncs")})
+        return ("returned", value, args, {key: ran[key] for key in ("writes", "syncs", "contract")})
     except BaseException as e:  # noqa: B902 (the student's code raised: tell the judge what)
         return ("raised", type(e).__name__, str(e))
 
@@ -236,7 +236,8 @@ class Answers:
         def call(*args):
             from course import ladder
             from course.harness.python import _TimedOut
-            reply = worker.ask("call", (name, args, {"reversed": ladder.record()["reversed"]}))
+            record = ladder.record()
+            reply = worker.ask("call", (name, args, {"reversed": record["reversed"], "alone": record["alone"]}))
             if reply[0] == "raised":
                 raise _raised(reply)
             if reply[0] == "timeout":
@@ -247,8 +248,8 @@ class Answers:
             for mine, theirs in zip(args, after):  # an input the function changed, changed here too
                 if hasattr(mine, "copy_") and hasattr(theirs, "shape") and mine.shape == theirs.shape:
                     mine.copy_(theirs)
-            for key, more in used.items():  # what the kernel did with shared memory, for the tiled checks
-                ladder.record()[key] += more
+            for key, more in used.items():  # what the kernel did with shared memory, and its threads run alone: evidence
+                record[key] += more           # from the student's process, which may fail an answer, never pass one
             return value
         call.__name__ = name
         return call

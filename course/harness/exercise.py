@@ -30,6 +30,9 @@ class Exercise:
     passed: dict = field(default_factory=dict)   # case -> what its pass line adds
     bindings: dict = field(default_factory=dict)  # rung name -> what its runner needs (cuda.Binding)
     speed: dict = field(default_factory=dict)    # rung name -> its performance test (harness/speed.py's Speed)
+    one_thread: dict = field(default_factory=dict)  # a Python kernel's share of the output (harness/contract.py):
+                                                 # element: (one, many) as messages name it; default one element
+                                                 # per thread index
 
     def inputs(self, case, seed, rung):
         """The cases of a named input case for a Rung (harness/rungs.py), with a clear error for an unknown name or a missing seed."""

@@ -9,6 +9,7 @@ import time
 import torch
 
 from ..ladder import recording
+from . import contract
 from .evidence import python_words, runner_hint, timeout_hint
 from .exercise import element_of, fill_byte, unwritten, with_hint
 from .origin import python_facts, with_facts
@@ -68,11 +69,12 @@ def call_quietly(fn, args, what, where, seconds=None, hang_hint=None):
     return call_recorded(fn, args, what, where, seconds, hang_hint)[0]
 
 
-def call_recorded(fn, args, what, where, seconds=None, hang_hint=None, reversed=False):
-    """call_quietly's (what fn returned, the record of what the runners did in the call: ladder.recording)."""
+def call_recorded(fn, args, what, where, seconds=None, hang_hint=None, reversed=False, alone=None):
+    """call_quietly's (what fn returned, the record of what the runners did in the call: ladder.recording); alone: the
+    picks of the threads each launch runs alone for the one-thread contract (harness/contract.py)."""
     seconds = seconds or PYTHON_TIMEOUT
     try:
-        with recording(reversed) as ran, time_limit(seconds), prefilled(), \
+        with recording(reversed, alone) as ran, time_limit(seconds), prefilled(), \
                 contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             return fn(*args), ran
     except _TimedOut as e:
@@ -100,7 +102,8 @@ def answers(exercise, fn, case, seed=None, hang_hint=None):
         before = [a.clone() if isinstance(a, torch.Tensor) else a for a in c.args]
         start = time.perf_counter()
         try:
-            yours, ran = call_recorded(fn, c.args, what, c.where, hang_hint=hang_hint)
+            yours, ran = call_recorded(fn, c.args, what, c.where, hang_hint=hang_hint,
+                                       alone=contract.picks(exercise, c.where, seed))
         except AssertionError as e:
             if exercise.raised is None:
                 raise
@@ -142,5 +145,6 @@ def check_python(exercise, fn, case, seed=None, hang_hint=None):
                 except Exception:  # reading the evidence must never hide the verdict
                     pass
             raise e from None
+        contract.check(exercise, ran.get("contract", []), yours, what, c.where)  # only a right output meets it
     print_passed(exercise, what, case)
     return records

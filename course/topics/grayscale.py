@@ -368,6 +368,7 @@ RGB2GREY = Exercise(
     hints={"memory": "a thread past the last pixel must do nothing: guard the body with `if (i < n)`, "
                      "and index only 0 <= i < n (x up to 3*n - 1).",
            "computes": "every pixel"},
+    one_thread={"element": ("pixel", "pixels")},
     speed={"cuda": Speed(reference=CUDA_SRC, inputs=speed_image, agrees=grey_agrees,
                          where=lambda small: "a {}x{} image".format(*SPEED_SIZE[small]))})
 

@@ -446,6 +446,7 @@ MATMUL = Exercise(
     bindings={"cuda": Binding("matmul", CPP_SRC),
               "triton": Launch("matmul_triton", TRITON_MEMORY_HINT, _source_verdict)},
     hints={"memory": MEMORY_HINT, "computes": "every element of the product"},
+    one_thread={"element": ("element of the product", "elements of the product")},
     speed={"triton": Speed(reference=TRITON_SRC, inputs=speed_product, agrees=product_agrees, where=speed_where,
                            baselines=(("cuBLAS", f"{__name__}:cublas"),))})
 MATMUL_TILED = Exercise(
@@ -454,6 +455,7 @@ MATMUL_TILED = Exercise(
     out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1],
     bindings={"cuda": Binding("matmul_static", TILED_CPP_SRC)},
     hints={"memory": MEMORY_HINT, "race": RACE_HINT, "computes": "every element of the product, tile by tile"},
+    one_thread={"element": ("element of the product", "elements of the product")},
     speed={"cuda": Speed(reference=TILED_SRC, inputs=speed_product, agrees=product_agrees,
                          where=speed_where, baselines=(("cuBLAS", f"{__name__}:cublas"),))})
 

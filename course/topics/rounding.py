@@ -198,7 +198,8 @@ GREY_IDENTICAL = Exercise(
     case_names=CASE_NAMES, out_numel=lambda case: case.args[0][0].numel(), bindings={"cuda": Binding("rgb_to_grayscale", CPP_SRC)},
     hints={"memory": "a thread past the last pixel must do nothing: guard the body with `if (i < n)`, and index only "
                      "0 <= i < n (x up to 3*n - 1).",
-           "computes": "every pixel"})
+           "computes": "every pixel"},
+    one_thread={"element": ("pixel", "pixels")})
 
 
 @judges(PYTHON)

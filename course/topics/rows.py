@@ -175,11 +175,13 @@ MEMORY_HINT = ("a thread past the last row must do nothing: guard with `if (i < 
 ROW_SUM = Exercise(name="row_sum", topic=__name__, cases=row_cases, judge=judge_row_sum, out_dtype=torch.float32,
                    case_names=CASE_NAMES, out_numel=lambda case: case.args[0].shape[0],
                    bindings={"cuda": Binding("row_sum", SUM_CPP_SRC)},
-                   hints={"memory": MEMORY_HINT, "computes": "every row's sum"})
+                   hints={"memory": MEMORY_HINT, "computes": "every row's sum"},
+                   one_thread={"element": ("row's sum", "rows' sums")})  # one thread per row
 ROW_MAX = Exercise(name="row_max", topic=__name__, cases=row_cases, judge=judge_row_max, out_dtype=torch.float32,
                    case_names=CASE_NAMES, out_numel=lambda case: case.args[0].shape[0],
                    bindings={"cuda": Binding("row_max", MAX_CPP_SRC)},
-                   hints={"memory": MEMORY_HINT, "computes": "every row's max"})
+                   hints={"memory": MEMORY_HINT, "computes": "every row's max"},
+                   one_thread={"element": ("row's max", "rows' maxs")})  # one thread per row
 
 
 @judges(PYTHON)
