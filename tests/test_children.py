@@ -64,15 +64,15 @@ def _announce(job):
 
 
 def _kept_job(tmp_path, name, answer="answer.so"):
-    import torch
-    from course.harness.child import Job
+    from course.harness import wire
+    from course.harness.child import Job, Result
     folder = tmp_path / name
     folder.mkdir()
-    torch.save(Job(module="unused", func=name, inputs=[], fills=[], mode="run", cpu=False,
+    wire.write(Job(module="unused", func=name, inputs=[], fills=[], mode="run", cpu=False,
                    loader="tests.test_children:_announce"), folder / "job.pt")
     code = spare.run_kept("run", [folder / "job.pt", folder / "result.pt"], folder / "log.txt", 120, dict(os.environ),
                           answer)
-    result = torch.load(folder / "result.pt", weights_only=False) if (folder / "result.pt").exists() else None
+    result = wire.read(folder / "result.pt", Result) if (folder / "result.pt").exists() else None
     text = (folder / "log.txt").read_text()
     return code, result, text.split()[1] if text.startswith("pid ") else None, text
 

@@ -510,17 +510,18 @@ std::tuple<torch::Tensor, torch::Tensor> scaled(torch::Tensor x, double a, int64
 
 def test_scalars_in_and_several_outputs_out_go_through_a_checks_child(build_dir, tmp_path):
     # A double and an int beside the tensor (no clone() on them), a result and a workspace back, as one tensor goes.
-    from course.harness.child import Job
+    from course.harness import wire
+    from course.harness.child import Job, Result
     from course.harness.cuda import memory_module
     module = load_cuda(SCALE_AND_WORKSPACE, "std::tuple<torch::Tensor, torch::Tensor> scaled(torch::Tensor x, double a, "
                        "int64_t threads);", ["scaled"])
     x = torch.arange(300, dtype=torch.float32)
     job = Job(module=module_path(module), func="scaled", inputs=[(x, 0.5, 128), (x[:7], 2.0, 32)], fills=[(0, 0)] * 2,
               mode="integrity", cpu=True, memory_module=memory_module())
-    torch.save(job, tmp_path / "job.pt")
+    wire.write(job, tmp_path / "job.pt")
     subprocess.run([sys.executable, "-m", "course.harness.child", "run", str(tmp_path / "job.pt"),
                     str(tmp_path / "result.pt")], check=True, timeout=300)
-    result = torch.load(tmp_path / "result.pt", weights_only=False)
+    result = wire.read(tmp_path / "result.pt", Result)
     assert result.error is None, result.error
     first, second = result.runs
     assert first.device == "cpu" and first.contiguous and not first.input_changed

@@ -5,54 +5,60 @@ from a warm process (forkserver.py) or, under compute-sanitizer, started as `pyt
 """
 import json
 import os
+import re
 import sys
 import tempfile
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Optional
 
 import torch
 
-from course.harness import trace
+from course.harness import trace, wire
+from course.harness.wire import Plain
 
 
 @dataclass
 class Job:
-    """One check's work for the child: which function of which module, on which inputs, how."""
+    """One check's work for the child: which function of which module, on which inputs, how (wire.py: its fields and
+    their types are the schema it is read against)."""
     module: str                  # the compiled module's file
     func: str
-    inputs: list                 # one tuple of arguments per call
-    fills: list                  # (bytes, byte) per call: the output's memory holds byte before the kernel runs
+    inputs: list[tuple]          # one tuple of arguments per call
+    fills: list[tuple[int, int]]  # (bytes, byte) per call: the output's memory holds byte before the kernel runs
     mode: str                    # run, memory, race or integrity
     cpu: bool                    # CPU mode: course/harness/memory.cpp stands in for the GPU's memory
-    memory_module: str = None    # that allocator, built
-    exercise: tuple = None       # (topic module, exercise name): how the judge finds the Exercise
-    wheres: list = None          # how messages name each input
+    memory_module: Optional[str] = None  # that allocator, built
+    exercise: Optional[tuple[str, str]] = None  # (topic module, exercise name): how the judge finds the Exercise
+    wheres: Optional[list[str]] = None  # how messages name each input
     needs_shared: bool = False   # integrity: the kernel must use shared memory (the tiled exercises)
-    memory_hint: str = None      # what to say when the memory check finds an access outside a tensor
-    timing: tuple = None         # mode "time": (warm-up calls, timed calls) for course.timing.cuda_time
-    element: int = None          # mode "origin": the wrong output element whose origin harness/origin.py looks for
-    loader: str = None           # "module:function" giving (job) -> the function to call; None: import the compiled module
+    memory_hint: Optional[str] = None  # what to say when the memory check finds an access outside a tensor
+    timing: Optional[tuple[int, int]] = None  # mode "time": (warm-up calls, timed calls) for course.timing.cuda_time
+    element: Optional[int] = None  # mode "origin": the wrong output element whose origin harness/origin.py looks for
+    loader: Optional[str] = None  # "module:function" giving (job) -> the function to call; None: import the compiled module
     verdict: str = "course.harness.cuda:verdict"  # "module:function" that judges (job, Result), in child.judge
     task: str = "run"            # the child's function that runs the job: run, or speed (harness/speed.py)
-    speed: dict = None           # mode "speed": the rung, the contenders timed, the stopping rule
+    speed: Optional[dict] = None  # mode "speed": the rung, the contenders timed, the stopping rule
 
 
 @dataclass
 class Run:
     """What one call returned (on the CPU) and what it did."""
-    value: Any
-    device: str = None
-    contiguous: bool = None
+    value: Plain
+    device: Optional[str] = None
+    contiguous: Optional[bool] = None
     input_changed: bool = False
-    again: Any = None            # integrity and race: the output of a second run on the same input
-    events: list = field(default_factory=list)   # integrity: (kind, name) of what the profiler saw
+    again: Plain = None          # integrity and race: the output of a second run on the same input
+    events: list[tuple[str, str]] = field(default_factory=list)  # integrity: (kind, name) of what the profiler saw
 
 
 @dataclass
 class Result:
     """Every call's Run, or the error the function raised."""
-    error: str = None
-    runs: list = field(default_factory=list)
+    error: Optional[str] = None
+    runs: list[Run] = field(default_factory=list)
+
+
+VERDICTS = re.compile(r"course\.harness\.\w+:verdict")  # the judges a Job may name
 
 
 def _prefill(nbytes, byte, dev):
@@ -127,7 +133,7 @@ def run(job_path, result_path):
     """The child's work: runs the job's function on each input and saves a Result."""
     key = trace.key_of(job_path)
     trace.mark("run started", key)
-    job = torch.load(job_path, weights_only=False)
+    job = wire.read(job_path, Job)
     dev = "cpu" if job.cpu else "cuda"
     result = Result()
     try:
@@ -169,7 +175,7 @@ def run(job_path, result_path):
     except Exception as e:
         result.error = f"{type(e).__name__}: {e}".strip()
     trace.mark("run ran", key)
-    torch.save(result, result_path)
+    wire.write(result, result_path)
     trace.mark("run saved", key)
 
 
@@ -237,20 +243,41 @@ def origin(job_path, result_path):
     probe(job_path, result_path)
 
 
-def judge(job_path, result_path, verdict_path):
-    """The judge's work, in a process that never loaded the student's module: the verdict on a run, as JSON."""
+def judge(job_path, result_path, verdict_path, sha256=None):
+    """The judge's work, in a process that never loaded the student's module: the verdict on a run, as JSON. The job is
+    the check's own copy (sha256: of its bytes, as the check wrote them); the result is plain data (wire.py) that the
+    child reported, and what cannot be read fails the check."""
     from course.harness.rungs import imported
     trace.mark("judge started", trace.key_of(job_path))
-    job = torch.load(job_path, weights_only=False)
+    job = wire.read(job_path, Job, sha256)  # the check's own: what cannot be read is the grader's fault
+    if not VERDICTS.fullmatch(job.verdict):
+        raise wire.Unreadable(f"the job names {job.verdict!r}, which is not one of the course's verdicts")
     try:
-        record = imported(job.verdict)(job, torch.load(result_path, weights_only=False))
-        outcome = {"passed": True, "record": record}  # what a verdict returns besides passing: a speed test's figures
-    except AssertionError as e:
-        outcome = {"passed": False, "message": str(e), "element": getattr(e, "element", None),
-                   "case": getattr(e, "case", 0)}
+        if job.task == "speed":
+            from course.harness.speed import Timed
+            result = wire.read(result_path, Timed)
+        else:
+            result = wire.read(result_path, Result)
+    except wire.Unreadable as e:
+        outcome = {"passed": False, "message": unreadable(job.func, e)}
+    else:
+        try:
+            record = imported(job.verdict)(job, result)
+            outcome = {"passed": True, "record": record}  # what a verdict returns besides passing: a speed test's figures
+        except AssertionError as e:
+            outcome = {"passed": False, "message": str(e), "element": getattr(e, "element", None),
+                       "case": getattr(e, "case", 0)}
     with open(verdict_path, "w") as f:
         json.dump(outcome, f)
     trace.mark("judge done", trace.key_of(job_path))
+
+
+def unreadable(func, error):
+    """The verdict on a child's report the judge cannot read as plain data: the check fails, saying why."""
+    return (f"{func}: the check could not read your function's results ({error}): the process that ran your function "
+            "reported something other than plain data (tensors, numbers, text), so nothing it reported counts.\nHint: "
+            "return the output tensor(s) and leave the check's machinery alone (code that patches torch.save, the "
+            "profiler or the course in the process running it is seen here).")
 
 
 def build(job_path, result_path):
@@ -270,5 +297,5 @@ def build(job_path, result_path):
 
 
 if __name__ == "__main__":  # `python -m course.harness.child run|judge|build|wait|speed ARGS...`, e.g. under compute-sanitizer
-    import course.harness.child as child  # the classes must pickle as course.harness.child's, not __main__'s
+    import course.harness.child as child  # the classes are course.harness.child's, not __main__'s (wire.read's kind)
     getattr(child, sys.argv[1])(*sys.argv[2:])

@@ -23,10 +23,10 @@ import torch
 from ..toolchain import CompileError, build_name, build_root, built, module_path
 from ..toolchain.load import sources_of
 from ..toolchain.toolkit import cuda_tool, quiet_cpp_extension
-from ..device import cpu_mode, require_gpu
+from ..device import GraderFault, cpu_mode, require_gpu
 from ..processes import run_in_session
-from . import integrity, spare, trace
-from .child import Job
+from . import integrity, spare, trace, wire
+from .child import Job, Result, unreadable
 from .evidence import guard_hint
 from .origin import cuda_facts, with_facts
 from .rungs import CUDA
@@ -213,7 +213,7 @@ def call_in_child(module, func, args, timeout=None, timing=None, loader=None, wo
               cpu=cpu, memory_module=memory_module() if cpu else None, timing=timing, loader=loader)
     with tempfile.TemporaryDirectory(prefix="course-call-") as tmp:
         job_path, result, log = Path(tmp) / "job.pt", Path(tmp) / "result.pt", Path(tmp) / "output.txt"
-        torch.save(job, job_path)
+        wire.write(job, job_path)
         log.touch()
         code = in_child("run", [job_path, result], log, timeout, answer=path)
         output = _tail(log)
@@ -222,7 +222,10 @@ def call_in_child(module, func, args, timeout=None, timing=None, loader=None, wo
             raise _hang(timeout)
         if code != 0 or not result.exists():
             raise _crashed(code, output)
-        ran = torch.load(result, weights_only=False)
+        try:
+            ran = wire.loads(wire.taken(result), Result)
+        except wire.Unreadable as e:
+            raise KernelFailed(unreadable(func, e)) from None
     if ran.error:
         raise KernelFailed(f"{func} raised an error:\n  {ran.error}\nHint: {crash_hint(ran.error, words)}.")
     return ran.runs[0].value, output
@@ -236,17 +239,20 @@ def run_and_judge(job, timeout=None):
         raise KernelFailed("skipped: your function did not finish in an earlier check and was stopped "
                            "then; fix the hang first (a loop that never ends?).")
     sanitized = job.mode in ("memory", "race") and not job.cpu
-    with tempfile.TemporaryDirectory(prefix="course-check-") as tmp:
+    # two folders: the child's (its job, its result, its output) and the judge's own, which no child is told of: the
+    # judge reads its copy of the job (checked against the digest of what was written), and the result copied out
+    with tempfile.TemporaryDirectory(prefix="course-check-") as tmp, \
+            tempfile.TemporaryDirectory(prefix="course-judge-") as own:
         job_path, result, log = Path(tmp) / "job.pt", Path(tmp) / "result.pt", Path(tmp) / "output.txt"
-        torch.save(job, job_path)
+        wire.write(job, job_path)
         log.touch()
         under = (None, None)
         if sanitized:
             under = sanitizer(job.mode)
             if under is None:
-                raise KernelFailed(f"the {job.mode} check needs compute-sanitizer from the CUDA toolkit, and it is "
-                                   "not on PATH or in $CUDA_HOME/bin here; this is the grader's set-up, not your "
-                                   "code: tell your instructor.")
+                raise GraderFault(f"the {job.mode} check needs compute-sanitizer from the CUDA toolkit, and it is "
+                                  "not on PATH or in $CUDA_HOME/bin here; this is the grader's set-up, not your "
+                                  "code: tell your instructor.")
         profiled = PROFILER_IMPORTS if job.mode == "integrity" and not job.cpu else ()
         code = in_child(job.task, [job_path, result], log, timeout * (3 if sanitized else 1), *under, profiled,
                         answer=job.module if job.task == "run" else None)  # a speed test times in a fresh child
@@ -260,11 +266,17 @@ def run_and_judge(job, timeout=None):
                 code = 0  # not a bad access or a race (a refused launch, no memory): the child reports it
         if code != 0 or not result.exists():
             raise _crashed(code, output, sanitized)
-        decided, judge_log = Path(tmp) / "verdict.json", Path(tmp) / "judge.txt"
-        code = in_child("judge", [job_path, result, decided], judge_log, timeout)
+        judged, reported = Path(own) / "job.pt", Path(own) / "result.pt"
+        digest = wire.write(job, judged)
+        try:
+            reported.write_bytes(wire.taken(result))
+        except wire.Unreadable as e:
+            raise AssertionError(unreadable(job.func, e)) from None
+        decided, judge_log = Path(own) / "verdict.json", Path(own) / "judge.txt"
+        code = in_child("judge", [judged, reported, decided, digest], judge_log, timeout)
         if code != 0 or not decided.exists():
-            raise RuntimeError(f"the grader could not judge this run (this is the course's fault, not yours): "
-                               f"{_tail(judge_log) if judge_log.exists() else code}")
+            raise GraderFault(f"the grader could not judge this run (this is the course's fault, not yours): "
+                              f"{_tail(judge_log) if judge_log.exists() else code}")
         outcome = json.loads(decided.read_text())
     if not outcome["passed"]:
         if outcome.get("element") is not None:

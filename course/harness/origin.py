@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from . import wire
 from .exercise import at_element, split_hint, unwritten, with_hint
 
 OTHER_FILL = 0x5C  # the second run's fill byte: an element that holds each run's fill was written by no thread
@@ -131,7 +132,7 @@ def cuda_facts(job, element, case):
                                     wheres=[job.wheres[case]], mode="origin", element=element)
     with tempfile.TemporaryDirectory(prefix="course-origin-") as tmp:
         job_path, result, log = Path(tmp) / "job.pt", Path(tmp) / "facts.json", Path(tmp) / "output.txt"
-        torch.save(probe_job, job_path)
+        wire.write(probe_job, job_path)
         log.touch()
         code = in_child("origin", [job_path, result], log, TIMEOUT)
         if code != 0 or not result.exists():
@@ -180,8 +181,8 @@ def probe(job_path, result_path):
     """The child's work for cuda_facts: the launch, the element after runs with two fills, and (CPU mode) the thread
     that should write it run alone with its index variables read. Saves them as JSON."""
     from course.toolchain.load import import_compiled
-    from .child import _place, _prefill
-    job = torch.load(job_path, weights_only=False)
+    from .child import Job, _place, _prefill
+    job = wire.read(job_path, Job)
     dev = "cpu" if job.cpu else "cuda"
     facts = {}
     try:

@@ -321,9 +321,10 @@ def _cycles(ms, event, sleep):
 
 def measure(job_path, result_path):
     """The child's work (child.speed): warms up and times every contender in turn, each call checked; saves Timed."""
-    from .child import _prefill
+    from . import wire
+    from .child import Job, _prefill
     from .cuda import _exercise
-    job = torch.load(job_path, weights_only=False)
+    job = wire.read(job_path, Job)
     result = Timed()
     gpu = not job.cpu
     event, perf, synchronize, sleep = (torch.cuda.Event, time.perf_counter, torch.cuda.synchronize,
@@ -413,4 +414,4 @@ def measure(job_path, result_path):
         result.wrong = wrong.args[0]
     except Exception as e:
         result.error = f"{type(e).__name__}: {e}".strip()
-    torch.save(result, result_path)
+    wire.write(result, result_path)

@@ -27,7 +27,7 @@ import torch
 from course.toolchain.load import import_compiled
 from course.device import device, synchronize
 module = import_compiled(path)
-x = torch.load(image).to(device())
+x = torch.load(image, weights_only=True).to(device())
 grey = getattr(module, func)(x)
 synchronize()
 """
