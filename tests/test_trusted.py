@@ -134,3 +134,65 @@ def test_release_refuses_a_cell_that_needs_what_only_a_demo_defines():
     for i in (1, 5):
         nb.cells[i].metadata["tags"] = ["demo"]
     assert needs_demo(nb) == [(2, ["big", "k"]), (6, ["small"])]  # cell 4's big is its own; f's k an argument
+
+
+PEEKS = ("import sys\nfrom course import check_rgb2grey\n"
+         "def rgb2grey_py(x):\n"
+         "    seen, f = [], sys._getframe()\n"
+         "    while f is not None:  # every frame's names, then every cell the kernel ran\n"
+         "        seen.append(repr(f.f_locals)[:3000])\n"
+         "        f = f.f_back\n"
+         "    seen.append(repr(get_ipython().user_ns.get('In')))\n"
+         "    print(' | '.join(seen))\n"
+         "    raise ValueError(' | '.join(seen))\n")
+
+
+def test_a_hidden_tests_seed_never_reaches_the_kernel_nor_its_feedback(tmp_path):
+    hidden = '### BEGIN HIDDEN TESTS\ncheck_rgb2grey(rgb2grey_py, "random", seed=987654321)\n### END HIDDEN TESTS'
+    nb = run(_graded_notebook(PEEKS, (hidden, "hidden")), tmp_path)
+    shown = "".join(o.get("evalue", "") + o.get("text", "") + "".join(o.get("traceback", []))
+                    for o in nb.cells[1].outputs)
+    assert "raised ValueError" in shown and "987654321" not in shown
+    # the message still comes from the kernel's run of the check (on the judge's inputs, without the seed)
+    assert "'seed': None" in shown
+
+
+def test_a_visible_test_still_gets_the_notebooks_own_message(tmp_path):
+    nb = run(_graded_notebook(PEEKS, ('check_rgb2grey(rgb2grey_py, "tiny")', "tiny")), tmp_path)
+    assert 'check_rgb2grey(rgb2grey_py, "tiny")' in nb.cells[1].outputs[-1]["evalue"]  # the cell as the kernel ran it
+
+
+def test_a_grader_fault_stops_the_students_grading_and_is_no_failed_test(tmp_path, monkeypatch):
+    import course
+    from course.device import GraderFault
+    from course.harness.rungs import FUNCTION
+
+    def check_rgb2grey(fn, case="photo", seed=None):
+        raise GraderFault("compute-sanitizer is not installed on this grading host")
+    check_rgb2grey.answer = FUNCTION
+    monkeypatch.setattr(course, "check_rgb2grey", check_rgb2grey)
+    with pytest.raises(GraderFault, match="compute-sanitizer"):
+        run(_graded_notebook(GREY, ('check_rgb2grey(rgb2grey_py, "tiny")', "tiny"), "print('after')"), tmp_path)
+
+
+CHEAT_L1 = ("import torch\nfrom course import check_rgb2grey, run_kernel\n"
+            "def rgb2grey_k(i, x, out, n):\n"
+            "    if i == 0:  # the whole image at once, then nothing\n"
+            "        r, g, b = x.tensor[:n].float(), x.tensor[n:2*n].float(), x.tensor[2*n:].float()\n"
+            "        out.tensor[:] = (0.2989*r + 0.5870*g + 0.1140*b).to(torch.uint8)\n"
+            "def rgb2grey_pyk(x):\n"
+            "    c, h, w = x.shape\n"
+            "    n = h*w\n"
+            "    res = torch.empty(n, dtype=x.dtype)\n"
+            "    run_kernel(rgb2grey_k, n, x.flatten(), res, n)\n"
+            "    return res.view(h, w)\n")
+
+
+def test_the_judge_fails_a_kernel_that_breaks_the_one_thread_rule(tmp_path):
+    hidden = '### BEGIN HIDDEN TESTS\ncheck_rgb2grey(rgb2grey_pyk, "random", seed=4242)\n### END HIDDEN TESTS'
+    nb = run(_graded_notebook(CHEAT_L1, ('check_rgb2grey(rgb2grey_pyk, "ragged")', "ragged"), (hidden, "hidden")),
+             tmp_path)
+    for cell in nb.cells[1:]:
+        message = cell.outputs[-1]["evalue"]
+        assert "thread i=0 of run_kernel ran a vectorised PyTorch operation" in message
+        assert "a kernel computes only its own pixel" in message

@@ -69,6 +69,11 @@ def _seed_literals(source):
     return found
 
 
+def has_seed(source):
+    """Whether a cell's source holds a literal seed that grading makes a student's own (so it must stay with the judge)."""
+    return bool(_seed_literals(source))
+
+
 def personal_source(source, student, secret):
     """A test cell's source with each literal seed replaced by the student's own."""
     if secret is None:

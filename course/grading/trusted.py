@@ -12,7 +12,10 @@ the cell's outputs: what the check printed, or an error with its message. So nbg
 A failed Python check's message is the one the student would read in the notebook: the judge asks the kernel
 to run the test cell as written, and keeps that message when it fails too (its hints read the student's kernel
 and what the runners did, which only the kernel holds); a kernel that passes what the judge failed gets the
-judge's message.
+judge's message. A cell with a seed (a hidden test's, made the student's own: grading/seeds.py) is never run
+there: the judge sends the check's name, its other arguments and the inputs the seed gave, never the seed.
+A check that cannot run for a reason of the grader's (course.device.GraderFault) is no verdict: it stops the
+student's grading with the reason.
 """
 import ast
 import builtins
@@ -27,9 +30,10 @@ from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode
 
+from ..device import GraderFault
 from ..harness import trace
 from .autograde import SafeExecute, _error
-from .seeds import is_test_cell
+from .seeds import has_seed, is_test_cell
 
 OPAQUE = "__course_opaque__"  # what stands for a value that cannot travel: the name of its type
 
@@ -195,6 +199,8 @@ def answer(ns, what, arg):
         if what == "cuda_src":  # the name a CUDA check was given: a source, or the module built from cuda_src
             value = ns.get(arg)
             return ("value", value if isinstance(value, str) else ns.get("cuda_src"))
+        if what == "message":  # a failed seeded check run again here on the judge's inputs, for its message
+            return _message_here(ns, *arg)
         name, args, order = arg
         try:  # in the order of a block's threads the judge asks for
             with ladder.recording(order["reversed"], order.get("alone")) as ran, python.time_limit(python.PYTHON_TIMEOUT), \
@@ -206,6 +212,21 @@ def answer(ns, what, arg):
         return ("returned", value, args, {key: ran[key] for key in ("writes", "syncs", "contract")})
     except BaseException as e:  # noqa: B902 (the student's code raised: tell the judge what)
         return ("raised", type(e).__name__, str(e))
+
+
+def _message_here(ns, check, target, args, kwargs, cases):
+    """The worker's side of a "message" request: the course's check run on the inputs the judge gave (where, args),
+    without the seed that chose them: ("raised", type name, message) or ("passed", whether it took the inputs)."""
+    import course
+    from course.harness import python
+    from course.harness.exercise import Case
+    with python.inputs_given([Case(where, tuple(a)) for where, a in cases]) as given, \
+            contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            getattr(course, check)(ns[target], *args, **kwargs)
+        except BaseException as e:  # noqa: B902 (the message is the point)
+            return ("raised", type(e).__name__, str(e)) if given["used"] else ("passed", False)
+    return ("passed", given["used"])
 
 
 def serve(request, reply):
@@ -338,24 +359,43 @@ class TrustedExecute(SafeExecute):
             if hasattr(score, "fraction"):  # a speed test: its share of the cell's points (nbgrader's partial credit)
                 cell.outputs.append(scored(score, cell.metadata["nbgrader"]["points"]))
         else:
-            cell.outputs = self._message(cell, resources, index, kind, error, printed)
+            cell.outputs = self._message(cell, resources, index, kind, error, printed, self._cases)
         cell.execution_count = index + 1
         self._ran_all = index == self._last
         self.nb.cells[index] = cell  # nbclient puts each cell it executes there: the kernel's requests were too
         return cell, resources
 
-    def _message(self, cell, resources, index, kind, error, printed):
-        """The failed cell's outputs: the notebook's own message for a Python check that fails there too, else the judge's."""
+    def _message(self, cell, resources, index, kind, error, printed, cases=()):
+        """The failed cell's outputs: the notebook's own message for a Python check that fails there too, else the
+        judge's. A seeded cell is not run there: its check runs on the inputs it judged (cases), without the seed."""
         judged = ([NotebookNode(output_type="stream", name="stdout", text=printed)] if printed else []) + [
             _error(type(error).__name__, str(error))]
         if kind is None or not kind.kernel_message:
             return judged
+        if has_seed(cell.source):
+            return self._seeded_message(cell, index, judged, cases)
         shown = NotebookNode(cell)
         shown.outputs = []
         shown, _ = super().preprocess_cell(shown, resources, index)
         if self._stopped:  # the verdict stands; the cells after this one get none (SafeExecute)
             return judged
-        return shown.outputs if any(o.output_type == "error" for o in shown.outputs) else judged
+        # the kernel's words for the judge's verdict: an error of another kind (a name the notebook lacks) is not that
+        return shown.outputs if any(o.output_type == "error" and o.ename == type(error).__name__
+                                    for o in shown.outputs) else judged
+
+    def _seeded_message(self, cell, index, judged, cases):
+        """A failed seeded cell's message from its check run in the kernel on the judge's inputs; the judge's own when
+        that run passes, takes no inputs, or cannot be asked."""
+        check, target, args, kwargs = check_call(cell.source)
+        kwargs = {k: v for k, v in kwargs.items() if k != "seed"}
+        try:
+            reply = self._ask_kernel(("message", (check, target, args, kwargs, [(c.where, c.args) for c in cases])),
+                                     index)
+        except Exception:  # the verdict stands; a kernel that cannot word it gets the judge's words
+            return judged
+        if self._stopped or reply[0] != "raised":
+            return judged
+        return [_error(str(reply[1]), str(reply[2]))]
 
     def _judge(self, cell, index):
         """(the Answer judged, the check's error or None, what it printed, what it returned): judge_cell in a thread of
@@ -363,10 +403,11 @@ class TrustedExecute(SafeExecute):
         requests, replies, done = queue.Queue(), queue.Queue(), {}
 
         def judge():
+            from ..harness.python import inputs_seen
             printed = io.StringIO()
             try:
                 done["kind"] = the_check(check_call(cell.source)[0])[1]
-                with contextlib.redirect_stdout(printed):
+                with contextlib.redirect_stdout(printed), inputs_seen() as done["cases"]:
                     done["score"] = judge_cell(_KernelAnswers(requests, replies), cell.source)
             except BaseException as e:  # noqa: B902 (the verdict: a failed check, or the kernel gone)
                 done["error"] = e
@@ -382,6 +423,9 @@ class TrustedExecute(SafeExecute):
                 replies.put((False, e))
         thread.join()
         error = done.get("error")
+        if isinstance(error, GraderFault):  # no verdict on the answer: the student's grading stops with the reason
+            raise error
+        self._cases = done.get("cases") or []
         return (done.get("kind"), None if isinstance(error, _Stopped) else error, done.get("printed", ""),
                 done.get("score"))
 

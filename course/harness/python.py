@@ -90,6 +90,40 @@ def call_recorded(fn, args, what, where, seconds=None, hang_hint=None, reversed=
         raise AssertionError(f"{what} raised {type(e).__name__} for {where}: {e}") from e
 
 
+_inputs = threading.local()  # per thread: the Cases a check ran (seen, for the judge) or is to run (given, in the kernel)
+
+
+@contextlib.contextmanager
+def inputs_seen():
+    """A list that gets the Cases the Python checks of this thread run while the block runs: the judge sends a failed
+    hidden test's inputs, never its seed, to the kernel that words its message (grading/trusted.py)."""
+    _inputs.seen = seen = []
+    try:
+        yield seen
+    finally:
+        _inputs.seen = None
+
+
+@contextlib.contextmanager
+def inputs_given(cases):
+    """The Python checks of this thread run on these Cases instead of their case's own (a hidden test's, sent without
+    its seed); the dict yielded says whether a check took them ("used")."""
+    _inputs.given = given = {"cases": list(cases), "used": False}
+    try:
+        yield given
+    finally:
+        _inputs.given = None
+
+
+def case_inputs(exercise, case, seed):
+    """The Cases a check of a Python-rung exercise runs: its case's own, or those inputs_given gave this thread."""
+    given = getattr(_inputs, "given", None)
+    if given is None:
+        return exercise.inputs(case, seed, PYTHON)
+    given["used"] = True
+    return given["cases"]
+
+
 def answers(exercise, fn, case, seed=None, hang_hint=None):
     """Calls fn on every input of a case of an exercise, quiet and time-limited: yields (Case, answer, milliseconds, record).
 
@@ -98,7 +132,10 @@ def answers(exercise, fn, case, seed=None, hang_hint=None):
     if not callable(fn):
         raise TypeError(f"pass your function itself, e.g. check_...({exercise.name}_py), not {fn!r}")
     what = getattr(fn, "__name__", "your function")
-    for c in exercise.inputs(case, seed, PYTHON):
+    seen = getattr(_inputs, "seen", None)
+    for c in case_inputs(exercise, case, seed):
+        if seen is not None:
+            seen.append(c)
         before = [a.clone() if isinstance(a, torch.Tensor) else a for a in c.args]
         start = time.perf_counter()
         try:

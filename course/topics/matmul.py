@@ -482,8 +482,8 @@ def check_matmul_tiled(fn, case="digits", seed=None):
 
 def _order_matters(fn, case, seed):
     """Whether a failed tiled check's answer changes with the order a block's threads run in."""
-    from ..harness.python import call_recorded
-    for c in MATMUL.inputs(case, seed, PYTHON):
+    from ..harness.python import call_recorded, case_inputs
+    for c in case_inputs(MATMUL, case, seed):
         try:
             runs = [call_recorded(fn, c.args, "", c.where, reversed=reverse)[0] for reverse in (False, True)]
         except AssertionError:
