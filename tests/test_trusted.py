@@ -196,3 +196,23 @@ def test_the_judge_fails_a_kernel_that_breaks_the_one_thread_rule(tmp_path):
         message = cell.outputs[-1]["evalue"]
         assert "thread i=0 of run_kernel ran a vectorised PyTorch operation" in message
         assert "a kernel computes only its own pixel" in message
+
+
+FORGED_TILES = ("import torch\nfrom course import blk_kernel2d_shar, cdiv, check_matmul_tiled, dim3, ladder\n"
+                "def matmul_tiled_bk(blockidx, threadidx, blockdim, shared, syncthreads, m, n, out, h, w, k, tw):\n"
+                "    ladder.record()['writes'] += 1  # the counts the tiled check reads, forged\n"
+                "    ladder.record()['syncs'] += 1\n"
+                "    r, c = blockidx.y*blockdim.y + threadidx.y, blockidx.x*blockdim.x + threadidx.x\n"
+                "    if r < h and c < w:\n"
+                "        out[r*w + c] = sum(m[r*k + i] * n[i*w + c] for i in range(k))\n"
+                "def matmul_tiled_py(m, n, tw=16):\n"
+                "    (h, k), w = m.shape, n.shape[1]\n"
+                "    output = torch.empty(h, w)\n"
+                "    blk_kernel2d_shar(matmul_tiled_bk, dim3(cdiv(w, tw), cdiv(h, tw)), dim3(tw, tw), 2*tw*tw,\n"
+                "                      m.flatten(), n.flatten(), output.flatten(), h, w, k, tw)\n"
+                "    return output\n")
+
+
+def test_forged_shared_memory_counts_do_not_pass_a_tiled_check_whose_source_has_no_tile(tmp_path):
+    nb = run(_graded_notebook(FORGED_TILES, ('check_matmul_tiled(matmul_tiled_py, "tiny")', "tiny")), tmp_path)
+    assert "without filling shared memory" in nb.cells[1].outputs[-1]["evalue"]

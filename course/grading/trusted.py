@@ -240,6 +240,8 @@ def serve(request, reply):
 class Answers:
     """The judge's view of the student's names; ask(what, arg) gets one reply (subclasses say from where)."""
 
+    cells = None  # the notebook's code cells before the test cell, as text, where the judge holds them
+
     def ask(self, what, arg):
         raise NotImplementedError
 
@@ -273,6 +275,7 @@ class Answers:
                 record[key] += more           # from the student's process, which may fail an answer, never pass one
             return value
         call.__name__ = name
+        call.source_text = self.cells  # what a check reads of the answer's source: the notebook's text, not the kernel's
         return call
 
 
@@ -315,8 +318,8 @@ class _Stopped(Exception):
 class _KernelAnswers(Answers):
     """Answers from the notebook's kernel: each request is handed to the thread that drives the kernel."""
 
-    def __init__(self, requests, replies):
-        self.requests, self.replies = requests, replies
+    def __init__(self, requests, replies, cells=None):
+        self.requests, self.replies, self.cells = requests, replies, cells
 
     def ask(self, what, arg):
         self.requests.put((what, arg))
@@ -401,6 +404,8 @@ class TrustedExecute(SafeExecute):
         """(the Answer judged, the check's error or None, what it printed, what it returned): judge_cell in a thread of
         this process, while this thread runs each request in the kernel."""
         requests, replies, done = queue.Queue(), queue.Queue(), {}
+        cells = [c.source for c in self.nb.cells[:index] if c.cell_type == "code" and not is_test_cell(c)
+                 and not is_demo(c)]
 
         def judge():
             from ..harness.python import inputs_seen
@@ -408,7 +413,7 @@ class TrustedExecute(SafeExecute):
             try:
                 done["kind"] = the_check(check_call(cell.source)[0])[1]
                 with contextlib.redirect_stdout(printed), inputs_seen() as done["cases"]:
-                    done["score"] = judge_cell(_KernelAnswers(requests, replies), cell.source)
+                    done["score"] = judge_cell(_KernelAnswers(requests, replies, cells), cell.source)
             except BaseException as e:  # noqa: B902 (the verdict: a failed check, or the kernel gone)
                 done["error"] = e
             done["printed"] = printed.getvalue()
@@ -434,7 +439,8 @@ class TrustedExecute(SafeExecute):
         if self._stopped:
             raise _Stopped(self._stopped)
         trace.mark("ask", request[0])
-        with tempfile.TemporaryDirectory(prefix="course-judge-") as tmp:
+        # in the folder the kernel's sandbox may write (course/grading/autograde.py's SandboxedKernelManager)
+        with tempfile.TemporaryDirectory(prefix="course-judge-", dir=getattr(self.km, "exchange", None)) as tmp:
             asked, answered = Path(tmp) / "request.pt", Path(tmp) / "reply.pt"
             torch.save(request, asked)
             hidden = NotebookNode(cell_type="code", metadata={}, outputs=[], source=(

@@ -9,6 +9,7 @@ which PyTorch operations on more than a few elements (or which of the course's r
 process may fail an answer, never pass one: the output is judged first, by the judge's own comparison, and only a
 right output meets this rule.
 """
+import ast
 import hashlib
 import math
 
@@ -134,3 +135,52 @@ def check(exercise, launches, yours, what, where):
     if found is not None:
         happened, hint = found
         raise AssertionError(f"{what} gives the right output for {where}, but {happened}\nHint: {hint}")
+
+
+# ---- the tiled kernel: what its source text shows, read where no student code runs ------------------------------
+
+def _cells(text):
+    """The module ASTs of an answer's text: one string, or a notebook's code cells (IPython's magics translated; a
+    cell that does not parse left out)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+    trees = []
+    for source in ([text] if isinstance(text, str) else text):
+        try:
+            trees.append(ast.parse(TransformerManager().transform_cell(source)))
+        except SyntaxError:
+            continue
+    return trees
+
+
+def tiled_source(text, fn_name):
+    """What the text says of the kernel that fn_name launches with blk_kernel2d_shar: {"kernel": its name, "stores":
+    whether it stores into its shared memory (its fourth parameter, or a slice or view of it), "syncs": whether it
+    calls its barrier (its fifth)}; None when the text holds no such function, launch or kernel (the last definition
+    of a name counts, as in the notebook)."""
+    functions = {node.name: node for tree in _cells(text) for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    launcher = functions.get(fn_name)
+    launches = [node for node in ast.walk(launcher) if isinstance(node, ast.Call) and node.args
+                and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) == "blk_kernel2d_shar"
+                and isinstance(node.args[0], ast.Name)] if launcher else []
+    kernel = functions.get(launches[0].args[0].id) if launches else None
+    if kernel is None or len(kernel.args.args) < 5:
+        return None
+    shared, sync = kernel.args.args[3].arg, kernel.args.args[4].arg
+    aliases = {shared}
+
+    def of_shared(node):  # shared, a slice of it, or a view of it (shared[:n], shared.view(2, n))
+        while isinstance(node, (ast.Subscript, ast.Attribute, ast.Call)):
+            node = node.func if isinstance(node, ast.Call) else node.value
+        return isinstance(node, ast.Name) and node.id in aliases
+
+    for node in ast.walk(kernel):  # names bound to a part of shared memory, in tuple assignments too
+        if isinstance(node, ast.Assign):
+            pairs = [(t, node.value) for t in node.targets]
+            pairs += [(t, v) for t, v in pairs if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple)
+                      for t, v in zip(t.elts, v.elts)]
+            aliases |= {t.id for t, v in pairs if isinstance(t, ast.Name) and of_shared(v)}
+    stored = any(isinstance(t, ast.Subscript) and of_shared(t.value) for node in ast.walk(kernel)
+                 if isinstance(node, (ast.Assign, ast.AugAssign)) for t in getattr(node, "targets", [getattr(node, "target", None)]))
+    synced = any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == sync
+                 for node in ast.walk(kernel))
+    return {"kernel": kernel.name, "stores": stored, "syncs": synced}

@@ -1,11 +1,14 @@
 """Matmul: the inputs each check feeds an answer, how a float32 product is judged against an exact one, and the checks."""
+import inspect
 import math
 from functools import partial
+import textwrap
 
 import torch
 
 from ..cuda import cuda_begin
 from ..device import cpu_mode
+from ..harness.contract import tiled_source
 from ..harness.cuda import Binding, check_cuda
 from ..harness.evidence import loads_without_other, tf32_dots
 from ..harness.exercise import (Case, Exercise, element_of, expect_tensor, first, judges, order_hint, split_hint,
@@ -473,11 +476,32 @@ def check_matmul_tiled(fn, case="digits", seed=None):
         ran = check_python(MATMUL, fn, case, seed)
     except AssertionError as e:
         raise (with_hint(e, order_hint(MATMUL_TILED)) if _order_matters(fn, case, seed) else e) from None
-    if not sum(r["writes"] for r in ran) or not sum(r["syncs"] for r in ran):
+    # What the runner counted comes from the student's process: it may fail the answer, never pass it alone. The
+    # source text (the notebook's cells, as the judge holds them) must show the tile stored and the barrier called.
+    name = getattr(fn, "__name__", "your function")
+    text = tiled_text(fn, ran)
+    seen = tiled_source(text, name) if text else None
+    if (not sum(r["writes"] for r in ran) or not sum(r["syncs"] for r in ran)
+            or (text and (seen is None or not seen["stores"] or not seen["syncs"]))):
         raise AssertionError(
-            f"{getattr(fn, '__name__', 'your function')} gave the right answers without filling shared memory "
-            "and calling syncthreads(). Hint: the exercise is the tiled kernel: launch it with "
-            "blk_kernel2d_shar, copy each tile into `shared`, call syncthreads(), and compute from the tile.")
+            f"{name} gave the right answers without filling shared memory and calling syncthreads()"
+            f"{'' if seen or not text else ' (its source shows no kernel launched with blk_kernel2d_shar)'}. "
+            "Hint: the exercise is the tiled kernel: launch it with blk_kernel2d_shar, copy each tile into `shared`, "
+            "call syncthreads(), and compute from the tile.")
+
+
+def tiled_text(fn, ran):
+    """The text a tiled answer is read from: the notebook's code cells where the judge holds them (its stand-in's
+    source_text), else the source of the function and of the kernels it launched; None when there is none."""
+    if hasattr(fn, "source_text"):
+        return fn.source_text
+    parts = []
+    for f in [fn, *(r.get("kernel") for r in ran)]:
+        try:
+            parts.append(textwrap.dedent(inspect.getsource(f)))
+        except (TypeError, OSError):
+            continue
+    return parts or None
 
 
 def _order_matters(fn, case, seed):
