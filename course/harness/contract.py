@@ -157,7 +157,8 @@ def tiled_source(text, fn_name):
     whether it stores into its shared memory (its fourth parameter, or a slice or view of it), "syncs": whether it
     calls its barrier (its fifth)}; None when the text holds no such function, launch or kernel (the last definition
     of a name counts, as in the notebook)."""
-    functions = {node.name: node for tree in _cells(text) for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)}
+    functions = {node.name: node for tree in _cells(text) for node in ast.walk(tree)
+                 if isinstance(node, ast.FunctionDef)}
     launcher = functions.get(fn_name)
     launches = [node for node in ast.walk(launcher) if isinstance(node, ast.Call) and node.args
                 and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) == "blk_kernel2d_shar"
@@ -179,8 +180,9 @@ def tiled_source(text, fn_name):
             pairs += [(t, v) for t, v in pairs if isinstance(t, ast.Tuple) and isinstance(v, ast.Tuple)
                       for t, v in zip(t.elts, v.elts)]
             aliases |= {t.id for t, v in pairs if isinstance(t, ast.Name) and of_shared(v)}
-    stored = any(isinstance(t, ast.Subscript) and of_shared(t.value) for node in ast.walk(kernel)
-                 if isinstance(node, (ast.Assign, ast.AugAssign)) for t in getattr(node, "targets", [getattr(node, "target", None)]))
+    targets = [t for node in ast.walk(kernel) if isinstance(node, (ast.Assign, ast.AugAssign))
+               for t in (node.targets if isinstance(node, ast.Assign) else [node.target])]
+    stored = any(isinstance(t, ast.Subscript) and of_shared(t.value) for t in targets)
     synced = any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == sync
                  for node in ast.walk(kernel))
     return {"kernel": kernel.name, "stores": stored, "syncs": synced}
