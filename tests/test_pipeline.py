@@ -56,8 +56,13 @@ EXPECTED_PASSES = {
     "mallory": set(), "oscar": set(), "ivan": set(), "peggy": set(), "rex": set(),
     # L3's widened allow-list reaches no verdict
     "trent": passed(L3, *(t for t in CUDA_TESTS if t != "integrity")),
+    # a child's report that runs code when read is refused (harness/wire.py): kernels that write nothing earn nothing
+    "sybil": set(), "trudy": set(),
+    # a profiler that reports a kernel of its own: the wrapper's object calls PyTorch's operations
+    "victor": passed(L3, *(t for t in CUDA_TESTS if t != "integrity")),
 }
-TAMPERED = ("mallory", "trent", "oscar", "ivan", "peggy", "rex")
+TAMPERED = ("mallory", "trent", "oscar", "ivan", "peggy", "rex", "sybil", "trudy", "victor")
+MARKERS = ("rex-was-here", "sybil-was-here", "trudy-was-here")  # what an attack's code touches if it ever runs
 STUDENTS = sorted(EXPECTED_PASSES)
 PROVOKED = {("dave", L0)}  # the kernels that die on purpose (tests/tamper/grayscale/README.md)
 REPORT = Path(os.environ["COURSE_REPORT_DIR"]) if os.environ.get("COURSE_REPORT_DIR") else None
@@ -199,12 +204,20 @@ def test_no_attack_on_the_grading_changes_the_gradebook_the_feedback_or_the_expo
         html = (course / "feedback" / student / "grayscale" / f"{L0}.html").read_text()
         assert "pixels are wrong" in html, student
         assert "looks fine" not in outputs(course, student, L0, "rgb2grey_py_photo"), student
-    assert not list(course.rglob("rex-was-here")) and not list(graded.rglob("rex-was-here"))
+    for marker in MARKERS:
+        assert not list(course.rglob(marker)) and not list(graded.rglob(marker)), marker
 
 
 def test_the_audit_of_a_trusted_gradebook_finds_nothing_to_correct(graded):
     rows = verify("grayscale", graded, students=["mallory", "trent", "peggy", "alice"], notebooks=[L0], workers=2)
     assert rows and not disagreements(rows)
+
+
+def test_a_report_that_runs_code_when_read_and_a_forged_profiler_reach_no_verdict(graded):
+    for student, notebook, grade_id in (("sybil", L3, "rgb_to_grayscale_cuda_photo"),
+                                        ("trudy", L4, "rgb2grey_triton_integrity")):
+        assert "could not read your function's results" in outputs(graded, student, notebook, grade_id), student
+    assert "PyTorch operation" in outputs(graded, "victor", L3, "rgb_to_grayscale_cuda_integrity")
 
 
 def test_a_widened_allow_list_changes_no_verdict_in_the_notebook_or_in_verify(graded):

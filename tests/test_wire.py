@@ -218,6 +218,9 @@ def test_a_report_of_another_kind_or_shape_is_refused(tmp_path):
     torch.save({"wire": wire.VERSION, "kind": "Result", "json": b"{}", "tensors": []}, path)
     with pytest.raises(wire.Unreadable, match="not a record of the check's format"):
         wire.read(path, Result)
+    torch.save({"wire": torch.ones(2), "kind": "Result", "json": "{}", "tensors": []}, path)
+    with pytest.raises(wire.Unreadable, match="not a record of the check's format"):
+        wire.read(path, Result)
     path.write_text("{}")
     with pytest.raises(wire.Unreadable, match="zip format"):
         wire.read(path, Result)
@@ -234,3 +237,121 @@ def test_a_result_that_is_a_link_or_a_pipe_is_not_taken(tmp_path):
     with pytest.raises(wire.Unreadable, match="more than"):
         wire.taken(tmp_path / "real.pt", limit=10)
     assert wire.loads(wire.taken(tmp_path / "real.pt"), Result) == Result()
+
+
+# ---- evidence from outside: what the compiled objects call -------------------------------------------------------
+
+from course.harness import integrity  # noqa: E402
+
+TAMPER = ROOT / "tests" / "tamper" / "grayscale"
+CLEAN = [("cpu", "aten::empty"), ("cpu", "cuda_cpu_launch::k")]
+
+
+@pytest.mark.parametrize("symbol, what", [
+    ("at::_ops::mul_Tensor::call(at::Tensor const&, at::Tensor const&)", "aten::mul"),
+    ("at::_ops::mm::call(at::Tensor const&, at::Tensor const&)", "aten::mm"),
+    ("at::cpu::add(at::Tensor const&, at::Tensor const&, c10::Scalar const&)", "aten::add"),
+    ("c10::Dispatcher::findSchemaOrThrow(char const*, char const*)", "PyTorch's dispatcher"),
+    ("cublasSgemm_v2", "a library's kernels"),
+    ("PyImport_ImportModule", "Python"),
+    ("pybind11::module_::import(char const*)", "Python"),
+    ("dlsym", "a function looked up at run time"),
+    ("at::_ops::empty_memory_format::call(c10::ArrayRef<c10::SymInt>, std::optional<c10::ScalarType>)", None),
+    ("at::_ops::to_dtype::call(at::Tensor const&, c10::ScalarType, bool, bool)", None),
+    ("at::_ops::select_int::call(at::Tensor const&, long, c10::SymInt)", None),
+    ("at::cuda::getCurrentCUDAStream(signed char)", None),
+    ("PyErr_Occurred", None),  # torch's headers bring much of Python's API into a wrapper that never runs Python
+    ("torch::jit::kModuleInstanceInfo", None),
+    ("__course_launch_k::run(course_split::Launch const&, float*, int)", None),
+])
+def test_what_a_symbol_of_the_students_objects_computes_with(symbol, what):
+    assert integrity.computing(symbol) == what
+
+
+def _run(events, value=torch.zeros(2, dtype=torch.uint8)):
+    return Run(value=value, again=value.clone(), events=events)
+
+
+def test_profiler_events_can_fail_an_answer_but_never_pass_one_alone():
+    launches = integrity.Evidence(launches=("k",), computing=())
+    integrity.judge("f", "a tiny image", _run(CLEAN), None, evidence=launches)
+    computes = integrity.Evidence(launches=("k",), computing=(("at::_ops::mul_Scalar::call(...)", "aten::mul"),))
+    with pytest.raises(AssertionError, match=r"PyTorch operation\(s\) aten::mul .*at::_ops::mul_Scalar::call"):
+        integrity.judge("f", "a tiny image", _run(CLEAN), None, evidence=computes)
+    with pytest.raises(AssertionError, match="calls Python"):
+        integrity.judge("f", "a tiny image", _run(CLEAN), None,
+                        evidence=integrity.Evidence(("k",), (("PyImport_ImportModule", "Python"),)))
+    with pytest.raises(AssertionError, match="no kernel of its own"):  # events that show a launch do not make one
+        integrity.judge("f", "a tiny image", _run(CLEAN), None, evidence=integrity.Evidence((), ()))
+    with pytest.raises(AssertionError, match="aten::add"):  # events still fail an answer the objects pass
+        integrity.judge("f", "a tiny image", _run(CLEAN + [("cpu", "aten::add")]), None, evidence=launches)
+
+
+def _source(student):
+    from course import cuda_begin
+    ns = {"cuda_begin": cuda_begin, "cpp_src": "", "load_cuda": lambda *args, **kwargs: None}
+    exec((TAMPER / student / "rgb_to_grayscale_cuda.py").read_text(), ns)
+    return ns["cuda_src"]
+
+
+@pytest.fixture
+def markers(tmp_path, monkeypatch):
+    """Where an attack's code would leave its file if it ran (the checks' processes start in tmp_path)."""
+    from course.harness import cuda
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cuda, "_server", None)  # a check server started here, in tmp_path
+    yield lambda: sorted(p.name for folder in (tmp_path, ROOT) for p in folder.glob("*-was-here"))
+
+
+@pytest.mark.skipif(not __import__("course.device", fromlist=["cpu_mode"]).cpu_mode(), reason="CPU mode's checks")
+def test_a_forged_profiler_passes_the_events_but_not_the_compiled_objects(tmp_path, markers):
+    # victor's wrapper computes with at::mul and the like, and makes the profiler in its process report its kernel
+    import subprocess
+    import sys
+    from course import check_rgb2grey_cuda, load_cuda
+    from course.harness.cuda import memory_module
+    module = load_cuda(_source("victor"), "torch::Tensor rgb_to_grayscale(torch::Tensor input);", ["rgb_to_grayscale"])
+    x = torch.randint(0, 256, (3, 5, 7), dtype=torch.uint8)
+    wire.write(Job(module=module.__file__, func="rgb_to_grayscale", inputs=[(x,)], fills=[(35, 0xAB)],
+                   mode="integrity", cpu=True, memory_module=memory_module()), tmp_path / "job.pt")
+    subprocess.run([sys.executable, "-m", "course.harness.child", "run", str(tmp_path / "job.pt"),
+                    str(tmp_path / "result.pt")], check=True, timeout=600)
+    run = wire.read(tmp_path / "result.pt", Result).runs[0]
+    assert not integrity.torch_ops(run.events) and integrity.kernels(run.events, None)[0]  # the forgery took
+    integrity.judge("rgb_to_grayscale", "x", run, None)  # which the events alone would pass
+    evidence = integrity.object_evidence(module.__file__)
+    assert {"aten::mul", "aten::add"} <= {what for _, what in evidence.computing}
+    with pytest.raises(AssertionError, match="PyTorch operation"):
+        check_rgb2grey_cuda(_source("victor"), "integrity")
+    check_rgb2grey_cuda(_source("victor"), "tiny")  # its output is right: only integrity fails
+    assert not markers()
+
+
+@pytest.mark.skipif(not __import__("course.device", fromlist=["cpu_mode"]).cpu_mode(), reason="CPU mode's checks")
+def test_a_cuda_wrapper_that_forges_its_result_gets_nothing_and_runs_nothing_in_the_judge(markers):
+    from course import check_rgb2grey_cuda
+    alice = (ROOT / "examples" / "grayscale" / "alice" / "rgb_to_grayscale_cuda.py").read_text()
+    from course import cuda_begin
+    ns = {"cuda_begin": cuda_begin, "cpp_src": "", "load_cuda": lambda *args, **kwargs: None}
+    exec(alice, ns)
+    check_rgb2grey_cuda(ns["cuda_src"], "integrity")  # the lesson's kernel: its objects launch it, nothing computes
+    for case in ("tiny", "integrity"):
+        with pytest.raises(AssertionError, match="could not read your function's results"):
+            check_rgb2grey_cuda(_source("sybil"), case)
+    assert not markers()
+
+
+@pytest.mark.skipif(not __import__("course.device", fromlist=["cpu_mode"]).cpu_mode(), reason="CPU mode's checks")
+def test_a_triton_launch_function_that_forges_its_result_gets_nothing_and_runs_nothing_in_the_judge(tmp_path, markers):
+    import importlib.util
+    from course import check_rgb2grey_triton
+    path = tmp_path / "trudy.py"
+    path.write_text("import torch\nimport triton\nimport triton.language as tl\n\n"
+                    + (TAMPER / "trudy" / "rgb2grey_triton.py").read_text())
+    spec = importlib.util.spec_from_file_location("trudy", path)
+    trudy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(trudy)
+    for case in ("tiny", "integrity"):
+        with pytest.raises(AssertionError, match="could not read your function's results"):
+            check_rgb2grey_triton(trudy.rgb2grey_triton, case)
+    assert not markers()

@@ -1,12 +1,15 @@
 """nbgrader's autograde steps for the course: a safe execute step (a notebook whose kernel dies or hangs keeps the
-points earned before), hidden tests restored quietly, and hidden random cases of each student's own."""
+points earned before), the notebook's kernel in a sandbox, hidden tests restored quietly, and hidden random cases of
+each student's own."""
 import os
+from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode
 from nbgrader.api import MissingEntry
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor, OverwriteCells
 
 from .release import ClearHiddenTestsQuietly
+from .warm import KERNEL, WarmKernelManager
 
 COMPILE_TIMEOUT = 600  # a cell that compiles CUDA: a cold build takes minutes on a small CPU machine
 CELL_TIMEOUT = 240  # any other cell: a check runs a few child processes of at most 60 s each
@@ -82,6 +85,44 @@ class SafeExecute(Execute):
         """The error output of the cell where the notebook stopped."""
         return _error("KernelStopped", f"{self._stopped}. This cell and every later one earn no points; a crash "
                       "in your own code (e.g. a segfault in C++ called here) or a hang stops the kernel.")
+
+
+class SandboxedKernelManager(WarmKernelManager):
+    """The notebook's kernel in a sandbox (course/sandbox.py): `python -m course.sandbox FOLDER ... -- -m
+    ipykernel_launcher ...`, forked warm where a warm process runs. It reads the system, Python, the course package,
+    the build folder and the notebook's own folder; it writes only its scratch folder, binds its sockets in
+    FOLDER/sockets, and answers the judge in FOLDER/exchange (trusted.py); the connection file is the grader's. When
+    the kernel is cleaned up, whatever it left running is killed and its folder removed."""
+
+    folder = exchange = None
+
+    def write_connection_file(self, **kwargs):
+        """The kernel's connection file and sockets in a sandbox folder of its own."""
+        from course import sandbox
+        if sandbox.wanted() and self.transport == "ipc" and not self.connection_file:
+            self.folder = sandbox.new_folder("course-kernel-")
+            for name in ("sockets", "exchange"):
+                (self.folder / name).mkdir(mode=0o777)
+                (self.folder / name).chmod(0o777)
+            self.exchange = str(self.folder / "exchange")
+            self.connection_file = str(self.folder / "kernel.json")
+            self.ip = str(self.folder / "sockets" / "kernel-ipc")
+        super().write_connection_file(**kwargs)
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        """The sandbox's command around the kernel's: the warm stub's when a warm process runs."""
+        from .warmstub import command
+        cmd = super(WarmKernelManager, self).format_kernel_cmd(extra_arguments)
+        if self.folder is None or cmd[1:3] != ["-m", KERNEL]:
+            return super().format_kernel_cmd(extra_arguments)
+        return command("course.sandbox", [str(self.folder), "--read", self.connection_file, "--write", self.exchange, "--sockets",
+                                          str(Path(self.ip).parent), "--", *cmd[1:]])
+
+    async def _async_cleanup_resources(self, restart=False):
+        await super()._async_cleanup_resources(restart)
+        if self.folder is not None and not restart:
+            from course import sandbox
+            sandbox.end(self.folder)
 
 
 class RestoreHiddenTests(OverwriteCells):

@@ -57,8 +57,8 @@ class WarmKernelManager(AsyncKernelManager):
 
 
 def nbgrader_args():
-    """nbgrader's option that starts the grading's kernels with WarmKernelManager."""
-    return ["--Execute.kernel_manager_class=course.grading.warm.WarmKernelManager"]
+    """nbgrader's option that starts the grading's kernels with WarmKernelManager, in a sandbox (autograde.py)."""
+    return ["--Execute.kernel_manager_class=course.grading.autograde.SandboxedKernelManager"]
 
 
 def _become(request, fds, closing):

@@ -180,24 +180,27 @@ def run(job_path, result_path):
 
 
 def wait(folder, owner, kept=""):
-    """A spare's life (spare.py): warms up (judging's imports, the GPU's context), then does the job it is handed; a
-    kept one goes on to the next job while its process stays sound. Exits with spare.UNUSED when it ends without a
-    job."""
-    from course.harness.spare import UNUSED, job_done, wait_for_job
-    preload()
-    if torch.cuda.is_available():
-        torch.zeros(1, device="cuda")
-        torch.cuda.synchronize()
-    while True:
-        job = wait_for_job(folder, int(owner))
-        if job is None:
-            sys.exit(UNUSED)
-        if not kept:
-            globals()[job["task"]](*job["args"])
-            return
-        if not _kept_job(job):
-            return
-        job_done(folder)
+    """A spare's life (spare.py): enters its sandbox, warms up (judging's imports, the GPU's context), then does the job
+    it is handed; a kept one goes on to the next job while its process stays sound. Exits with spare.UNUSED when it
+    ends without a job."""
+    from course.harness.spare import UNUSED, in_sandbox, job_done, wait_for_job
+
+    def life():
+        preload()
+        if torch.cuda.is_available():
+            torch.zeros(1, device="cuda")
+            torch.cuda.synchronize()
+        while True:
+            job = wait_for_job(folder, int(owner))
+            if job is None:
+                sys.exit(UNUSED)
+            if not kept:
+                globals()[job["task"]](*job["args"])
+                return
+            if not _kept_job(job):
+                return
+            job_done(folder)
+    in_sandbox(folder, life)
 
 
 def _kept_job(job):

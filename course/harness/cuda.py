@@ -12,6 +12,7 @@ import json
 import os
 import re
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -114,7 +115,15 @@ def memory_module():
 
 
 def _tail(path, limit=4000):
-    with open(path, "rb") as f:
+    """The last limit bytes of a child's log, as text; "" when it is not a plain file (a child may have replaced it
+    with a pipe, whose reader would wait forever, or a link)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return ""
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
         f.seek(0, os.SEEK_END)
         f.seek(max(0, f.tell() - limit))
         return f.read().decode(errors="replace")
@@ -123,8 +132,7 @@ def _tail(path, limit=4000):
 def _sanitizer_lines(path, limit=200):
     """The first lines compute-sanitizer wrote into a child's log (its own start with =========): its report, which a
     long crash report after it (a C++ abort's stack) would push out of the log's tail."""
-    with open(path, "rb") as f:
-        lines = [line for line in f.read().decode(errors="replace").splitlines() if line.startswith("=========")]
+    lines = [line for line in _tail(path, 64 << 20).splitlines() if line.startswith("=========")]
     return "\n".join(lines[:limit] + lines[-3:] if len(lines) > limit else lines)
 
 
@@ -362,10 +370,16 @@ def _build(cuda_src, cpp_src, func):
         if code != 0 or not result.exists():
             why = f"did not finish within {BUILD_TIMEOUT} s" if code is None else f"stopped (exit status {code})"
             raise CompileError(f"building the module {why}:\n{_tail(log, 3000)}")
-        out = json.loads(result.read_text())
-    if "error" in out:
+        try:  # the build child imported the module (its static initializers ran): what it says is only a report
+            out = json.loads(wire.taken(result))
+        except (wire.Unreadable, ValueError) as e:
+            raise CompileError(f"building the module left no readable report ({e})") from None
+    if isinstance(out, dict) and isinstance(out.get("error"), str):
         raise CompileError(out["error"])
-    return out["path"]
+    found = built(cuda_src, cpp_src, [func])  # where the course's build puts it, never a path the child names
+    if found is None:
+        raise CompileError("building the module left no module where load_cuda keeps it")
+    return found
 
 
 def compiled(exercise, answer):
@@ -420,6 +434,13 @@ def verdict(job, result, rung=CUDA):
         raise KernelFailed(f"running your function raised an error:\n  {text}\nHint: {crash_hint(text, words)}.")
     want = "cpu" if cpu else "cuda"
     own = None if cpu or job.mode != "integrity" else rung.own_kernels(job.module)
+    evidence = None
+    if job.mode == "integrity" and job.loader is None:  # a compiled module: its objects' symbols, read here (nm)
+        evidence = integrity.object_evidence(job.module)
+        if evidence is None:
+            raise AssertionError(f"{func}: the integrity check could not read the object files your module was "
+                                 "linked from, so it cannot tell what your wrapper calls.\nHint: build the module "
+                                 "again with load_cuda (run the load_cuda cell), then run this check.")
     for k, (where, args, run) in enumerate(zip(job.wheres, job.inputs, result.runs)):
         if run.input_changed:
             raise AssertionError(f"{func} changed its input for {where}. "
@@ -432,7 +453,7 @@ def verdict(job, result, rung=CUDA):
                 raise AssertionError(f"{func} returned a non-contiguous tensor for {where}.")
         if job.mode == "integrity":
             integrity.judge(func, where, run, own, job.needs_shared, exercise.hints.get("computes", "every output element"),
-                            words)
+                            words, evidence)
         if job.mode == "race" and not _same_outputs(run.value, run.again):
             raise AssertionError(f"{func}: the race check {RACE_SEEN} for {where}, the "
                                  "threads of each block running in another order each time.\n"

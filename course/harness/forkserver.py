@@ -6,6 +6,10 @@ output to its log file and runs child.run (the student's module), child.judge (t
 that never loaded the student's module) or child.build (load_cuda on a check's source). The server reports
 each child's pid when it starts and its exit status when it ends (signals as negative numbers), one JSON
 line each, on stdout.
+
+A child that loads student code (SANDBOXED) runs in a sandbox (course/sandbox.py): the server copies the files
+its job names into the sandbox's folder, and once the child has ended copies its output back to where the check
+asked, kills whatever the child left running and removes the folder.
 """
 import json
 import os
@@ -14,6 +18,41 @@ import signal
 import subprocess
 import sys
 import threading
+
+SANDBOXED = ("run", "speed", "origin", "build")  # the tasks that load a student's module, launch function or source
+
+
+def _enter(task, folder, args):
+    """In the forked child: enters the sandbox a task's child runs in. A build compiles with the build folder
+    writable (no student code runs in the compiler) and narrows to its own folder before it imports the module."""
+    from course import sandbox
+    from course.device import cpu_mode
+    memory = sandbox.DATA if cpu_mode() else None
+    home, io = folder / "home", folder / "io"
+    if task != "build":
+        sandbox.enter(home, writable=[io], memory=memory)
+        return
+    from course.toolchain import build_root, objects
+    sandbox.enter(home, writable=[io, build_root()], memory=memory)
+    job = json.loads(open(args[0]).read())
+    job["env"].update({k: os.environ[k] for k in (*sandbox.CACHES, "COURSE_BUILD_DIR")})  # the build's own temp
+    with open(args[0], "w") as f:
+        json.dump(job, f)
+    load = objects.import_module
+
+    def narrowed(name, path):
+        sandbox.enter(home, writable=[io], memory=memory)
+        objects.import_module = load
+        return load(name, path)
+    objects.import_module = narrowed
+
+
+def _ended(folder, outputs):
+    """After a sandboxed child: its outputs copied back, what it left running killed, its folder removed."""
+    from course import sandbox
+    for inside, outside in outputs:
+        sandbox.copy_out(inside, outside)
+    sandbox.end(folder)
 
 
 def _serve():
@@ -43,10 +82,15 @@ def _serve():
                     pid, status = os.waitpid(-1, os.WNOHANG)
                     if pid == 0:
                         break
-                    say({"id": running.pop(pid), "status": os.waitstatus_to_exitcode(status)})
+                    job_id, folder, outputs = running.pop(pid)
+                    if folder is not None:
+                        _ended(folder, outputs)
+                    say({"id": job_id, "status": os.waitstatus_to_exitcode(status)})
                 continue
             data = os.read(sys.stdin.fileno(), 65536)
-            if not data:  # the checks' process has gone: so do we
+            if not data:  # the checks' process has gone: so do we, and the sandboxed children nobody waits for
+                for folder in [folder for _, folder, _ in running.values() if folder is not None]:
+                    _ended(folder, [])
                 return
             buffer += data
             while b"\n" in buffer:
@@ -54,6 +98,11 @@ def _serve():
                 req = json.loads(line)
                 for module in req.get("imports", []):  # what the child would import: here, once for every later child
                     importlib.import_module(module)
+                folder, args, outputs = None, req["args"], []
+                from course import sandbox
+                if req["task"] in SANDBOXED and sandbox.wanted():
+                    folder = sandbox.new_folder()
+                    args, outputs = sandbox.stage(args, folder / "io")
                 pid = os.fork()
                 if pid == 0:
                     code = 1
@@ -64,7 +113,9 @@ def _serve():
                         fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
                         os.dup2(fd, 1)
                         os.dup2(fd, 2)
-                        getattr(child, req["task"])(*req["args"])
+                        if folder is not None:
+                            _enter(req["task"], folder, args)
+                        getattr(child, req["task"])(*args)
                         code = 0
                     except BaseException:
                         import traceback
@@ -73,7 +124,7 @@ def _serve():
                         sys.stdout.flush()
                         sys.stderr.flush()
                         os._exit(code)
-                running[pid] = req["id"]
+                running[pid] = (req["id"], folder, outputs)
                 say({"id": req["id"], "pid": pid})
 
 

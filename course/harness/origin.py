@@ -137,7 +137,10 @@ def cuda_facts(job, element, case):
         code = in_child("origin", [job_path, result], log, TIMEOUT)
         if code != 0 or not result.exists():
             return []
-        facts = json.loads(result.read_text())
+        try:
+            facts = json.loads(wire.taken(result))
+        except (wire.Unreadable, ValueError):
+            return []
     try:
         return describe_cuda(facts, element)
     except Exception:  # the facts are a help: never let reading them hide the verdict

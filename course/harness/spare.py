@@ -19,6 +19,10 @@ kernel's output takes, as in a fresh process. State the answer's own code keeps 
 one check to the next, as it would in the student's notebook. A speed test times in a fresh child (code an earlier
 job loaded could have replaced its clocks), and the judge never runs where student code has. `course grade` starts
 a kept spare, and the spares of the notebook's sanitized checks, as each notebook with such checks starts.
+
+A spare runs student code, so it enters a sandbox (course/sandbox.py) before it imports anything: its folder holds
+its scratch (home/) and io/, where it finds its job and where the check's files are copied in and its outputs copied
+back out (never a path of the grader's). When it ends, whatever it started is killed with it.
 """
 import atexit
 import json
@@ -27,9 +31,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+
+from course import sandbox
 
 IDLE = 300  # seconds a spare waits for its job: an idle one holds a CUDA context of its own
 POLL = 0.01  # seconds between a spare's looks for its job
@@ -41,10 +46,11 @@ class Spare:
 
     def __init__(self, prefix, env, kept=False):
         from course.grading.warmstub import command
-        self.owner, self.folder, self.kept = os.getpid(), tempfile.mkdtemp(prefix="course-spare-"), kept
+        self.owner, self.folder, self.kept = os.getpid(), str(sandbox.new_folder("course-spare-")), kept
+        self.io = os.path.join(self.folder, "io")  # where its jobs and their files go
         self.answer = None  # a kept spare's: the answer whose checks it runs
         self.log = os.path.join(self.folder, "output.txt")
-        args = ["wait", self.folder, str(self.owner)] + (["kept"] if kept else [])
+        args = ["wait", self.io, str(self.owner)] + (["kept"] if kept else [])
         cmd = command("course.harness.child", args, env) if kept else [*prefix, sys.executable, "-m",
                                                                           "course.harness.child", *args]
         with open(self.log, "wb") as out:
@@ -58,14 +64,17 @@ class Spare:
     def run(self, task, args, log, timeout):
         """Has the spare run child.<task>(*args), its output appended to log: its exit code, None after timeout (then
         killed); 0 from a kept spare that did the job cleanly and waits for the next."""
-        job, done = os.path.join(self.folder, "job.json"), os.path.join(self.folder, "done.json")
-        with open(job + ".tmp", "w") as f:
-            json.dump({"task": task, "args": [str(a) for a in args], "log": str(log)}, f)
+        job, done = os.path.join(self.io, "job.json"), os.path.join(self.io, "done.json")
+        staged, outputs = sandbox.stage(args, self.io)
+        staged_log = os.path.join(self.io, "log.txt")
+        sandbox.write_in(staged_log, b"")
+        sandbox.write_in(job + ".tmp", json.dumps({"task": task, "args": staged, "log": staged_log}).encode())
         os.replace(job + ".tmp", job)
         deadline = time.monotonic() + timeout
         while self.kept:
             if os.path.exists(done):
                 os.remove(done)
+                self._back(outputs, staged_log, log)
                 return 0
             if not self.alive() or time.monotonic() > deadline:
                 break
@@ -75,10 +84,21 @@ class Spare:
         except subprocess.TimeoutExpired:
             code = None
         self.close()
+        self._back(outputs, staged_log, log)
         with open(self.log, "rb") as src, open(log, "ab") as dst:
             shutil.copyfileobj(src, dst)
-        shutil.rmtree(self.folder, ignore_errors=True)
+        sandbox.end(self.folder)
         return code
+
+    def _back(self, outputs, staged_log, log):
+        """A job's outputs copied back from the spare's io/, and what it printed appended to the job's log."""
+        for inside, outside in outputs:
+            sandbox.copy_out(inside, outside)
+        printed = staged_log + ".out"
+        if sandbox.copy_out(staged_log, printed):
+            with open(printed, "rb") as src, open(log, "ab") as dst:
+                shutil.copyfileobj(src, dst)
+            os.remove(printed)
 
     def close(self):
         """Ends the spare and whatever it started."""
@@ -88,6 +108,7 @@ class Spare:
             except ProcessLookupError:
                 pass
         self.proc.wait()
+        sandbox.sweep(sandbox.user_of(self.folder))  # what it started and left running, however it detached
 
 
 _spares, _lock = {}, threading.Lock()
@@ -140,7 +161,7 @@ def _alive(spare):
 def _discard(spare):
     if spare is not None:
         spare.close()
-        shutil.rmtree(spare.folder, ignore_errors=True)
+        sandbox.end(spare.folder)
 
 
 def prepare_kept(env):
@@ -194,13 +215,26 @@ def wait_for_job(folder, owner):
             return None
         if now - checked > 0.5:
             checked = now
-            try:
-                os.kill(owner, 0)
-            except ProcessLookupError:
+            if not os.path.exists(f"/proc/{owner}"):  # not kill(owner, 0): the sandbox signals nothing outside it
                 return None
         time.sleep(POLL)
     with open(job) as f:
         return json.load(f)
+
+
+def in_sandbox(folder, life):
+    """The spare's side: runs life() in the sandbox of the spare whose io/ folder is folder (a folder of no spare: as
+    it is). A process with threads (forked warm, course/grading/warm.py) runs it in a child of its own, which has
+    one: a sandbox confines the thread that enters it and what that thread starts."""
+    home = os.path.join(os.path.dirname(os.path.abspath(folder)), "home")
+    if os.path.basename(os.path.abspath(folder)) != "io" or not os.path.isdir(home) or not sandbox.wanted():
+        return life()
+    from course.device import cpu_mode
+    memory = sandbox.DATA if cpu_mode() else None
+    if len(os.listdir("/proc/self/task")) > 1:
+        sandbox.supervise(os.path.dirname(home), [], [folder], life, memory=memory)
+    sandbox.enter(home, writable=[folder], memory=memory)
+    return life()
 
 
 def job_done(folder):

@@ -225,7 +225,8 @@ def loads(data, kind):
         top = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
     except Exception as e:  # noqa: B902 (whatever the reader refuses: an object that is not plain data)
         raise Unreadable(f"not plain data ({type(e).__name__}: {str(e).strip().splitlines()[0][:300] if str(e).strip() else ''})") from None
-    if type(top) is not dict or set(top) != {"wire", "kind", "json", "tensors"}:
+    if type(top) is not dict or set(top) != {"wire", "kind", "json", "tensors"} or type(top["wire"]) is not int \
+            or type(top["kind"]) is not str:
         raise Unreadable("not a record of the check's format")
     if top["wire"] != VERSION or top["kind"] != kind.__name__:
         raise Unreadable(f"a {top['kind']!r} of format {top['wire']!r}, expected a {kind.__name__!r} of format {VERSION}")

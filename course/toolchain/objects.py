@@ -185,8 +185,46 @@ def link(objects, path, ldflags, name, binding, fast=False):
         Path(tmp).unlink(missing_ok=True)  # the compiler removes a failed output itself
         raise RuntimeError(f"linking the module failed:\n{proc.stdout}{proc.stderr}")
     os.chmod(tmp, 0o755)
+    _write(linked_record(path), json.dumps({"objects": [str(o) for o in objects]}))
     os.replace(tmp, path)
     return time.perf_counter() - t
+
+
+def linked_record(path):
+    """Where link() notes which object files a module was linked from (the integrity check reads their symbols)."""
+    return Path(path).with_suffix(".objects.json")
+
+
+def linked(path):
+    """The object files a module (its file) was linked from, by role: {"wrapper": [...], "kernel": [...], ...} (a
+    one-unit build's is "kernel+wrapper"); None when the module's record is missing or names no object that exists."""
+    try:
+        names = json.loads(linked_record(path).read_text())["objects"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    roles = {}
+    for name in names if isinstance(names, list) else []:
+        found = re.fullmatch(r"(wrapper|kernel|kernel_wrapper|binding|runtime)-[0-9a-f]{24}\.o", Path(str(name)).name)
+        if found is None or not Path(name).is_file():
+            return None
+        roles.setdefault(found.group(1).replace("_", "+"), []).append(str(name))
+    return roles or None
+
+
+def symbols(obj):
+    """(defined, undefined) symbol names of an object file, demangled (nm -C); None when nm cannot read it."""
+    try:
+        out = subprocess.run(["nm", "-C", str(obj)], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    defined, undefined = set(), set()
+    for line in out.stdout.splitlines():
+        found = re.match(r"^\s*(?:[0-9a-fA-F]+\s+)?([A-Za-z])\s+(.+)$", line)
+        if found:
+            (undefined if found.group(1) == "U" else defined).add(found.group(2))
+    return defined, undefined
 
 
 def import_module(name, path):

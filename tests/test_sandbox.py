@@ -1,0 +1,268 @@
+"""The sandbox every process that runs student code enters (course/sandbox.py): each layer refuses what it should, in
+a sandboxed child, and what a sandbox started is gone once it has ended."""
+import errno
+import json
+import os
+import signal
+import socket
+import time
+import traceback
+from pathlib import Path
+
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from course import sandbox
+
+LAYERS = sandbox.layers()
+needs = {name: pytest.mark.skipif(not LAYERS[name], reason=f"this host lacks the sandbox's {name} layer")
+         for name in sandbox.LAYERS}
+
+
+def in_sandbox(attempt, readable=(), end=True):
+    """Runs attempt() in a forked child entered into a fresh sandbox: (what it returned, as JSON, the sandbox folder)."""
+    folder = sandbox.new_folder()
+    out = folder / "io" / "out.json"
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            sandbox.enter(folder / "home", readable=readable, writable=[folder / "io"])
+            out.write_text(json.dumps(attempt()))
+            code = 0
+        except BaseException:  # noqa: B902 (shown by pytest's captured output)
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    result = json.loads(out.read_text())
+    if end:
+        sandbox.end(folder)
+    return result, folder
+
+
+def refused(action):
+    """'refused' when action() raises PermissionError (or EXDEV, Landlock's answer to a link from elsewhere), else
+    what it returned."""
+    try:
+        return action()
+    except PermissionError:
+        return "refused"
+    except OSError as e:
+        if e.errno == errno.EXDEV:
+            return "refused"
+        raise
+
+
+@needs["files"]
+def test_a_sandboxed_process_reads_the_course_package_but_no_file_outside(tmp_path):
+    secret = tmp_path / ".grading_secret"
+    secret.write_text("the secret")
+    seeds = tmp_path / "source" / "grayscale"
+    seeds.mkdir(parents=True)
+    (seeds / "01_L0_loop.ipynb").write_text("seed=1234")
+    package = Path(sandbox.__file__).with_name("__init__.py")
+    got, _ = in_sandbox(lambda: [refused(lambda: secret.read_text()), refused(lambda: os.listdir(tmp_path / "source")),
+                                 refused(lambda: package.read_text()[:3])])
+    assert got == ["refused", "refused", '"""']
+
+
+@needs["files"]
+def test_a_sandboxed_process_cannot_write_the_build_folder_or_the_gradebook(tmp_path, monkeypatch):
+    build = tmp_path / "build"
+    (build / "course_module").mkdir(parents=True)
+    module = build / "course_module" / "course_module.so"
+    module.write_bytes(b"the course's module")
+    gradebook = tmp_path / "gradebook.db"
+    gradebook.write_bytes(b"grades")
+    monkeypatch.setenv("COURSE_BUILD_DIR", str(build))
+
+    def attempt():
+        return [refused(lambda: module.read_bytes().decode()), refused(lambda: module.write_bytes(b"mine")),
+                refused(lambda: (build / "course_module" / "other.so").write_bytes(b"mine")),
+                refused(lambda: os.rename(module, build / "moved.so")),
+                refused(lambda: gradebook.write_bytes(b"all full marks"))]
+    got, _ = in_sandbox(attempt)
+    assert got == ["the course's module", "refused", "refused", "refused", "refused"]
+    assert module.read_bytes() == b"the course's module" and gradebook.read_bytes() == b"grades"
+
+
+@needs["files"]
+def test_nothing_a_sandbox_leaves_points_the_grader_elsewhere(tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("the secret")
+
+    def attempt():
+        io = Path(os.environ["HOME"]).parent / "io"
+        return [refused(lambda: os.symlink(secret, io / "result.pt") or "linked"),
+                refused(lambda: os.link(secret, io / "result.pt") or "linked")]
+    got, folder = in_sandbox(attempt, end=False)
+    try:
+        assert got == ["refused", "refused"]
+        os.symlink(secret, folder / "io" / "made-outside")  # as if it had: the grader copies no link out
+        assert not sandbox.copy_out(folder / "io" / "made-outside", tmp_path / "copied")
+        os.mkfifo(folder / "io" / "pipe")
+        assert not sandbox.copy_out(folder / "io" / "pipe", tmp_path / "copied")
+        assert not (tmp_path / "copied").exists()
+    finally:
+        sandbox.end(folder)
+
+
+@needs["sockets"]
+def test_a_sandboxed_process_opens_no_network_socket_but_a_unix_one():
+    def attempt():
+        opened = []
+        for family, kind in ((socket.AF_INET, socket.SOCK_STREAM), (socket.AF_INET, socket.SOCK_DGRAM),
+                             (socket.AF_INET6, socket.SOCK_STREAM), (socket.AF_UNIX, socket.SOCK_STREAM)):
+            opened.append(refused(lambda: socket.socket(family, kind).close() or "opened"))
+        return opened
+    got, _ = in_sandbox(attempt)
+    assert got == ["refused", "refused", "refused", "opened"]
+
+
+@needs["network"]
+def test_landlock_alone_refuses_a_tcp_connection(monkeypatch):
+    monkeypatch.setattr(sandbox, "_seccomp", lambda: None)  # the socket opens: Landlock must refuse the connection
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+
+    def attempt():
+        s = socket.socket()
+        return refused(lambda: s.connect(("127.0.0.1", port)) or "connected")
+    try:
+        got, _ = in_sandbox(attempt)
+    finally:
+        server.close()
+    assert got == "refused"
+
+
+@needs["signals"]
+def test_a_sandboxed_process_cannot_signal_the_grader():
+    grader = os.getpid()
+    got, _ = in_sandbox(lambda: [refused(lambda: os.kill(grader, signal.SIGTERM) or "sent"),
+                                 refused(lambda: os.kill(os.getppid(), 0) or "sent")])
+    assert got == ["refused", "refused"]
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+@needs["user"]
+def test_a_fork_bomb_is_bounded_and_killed_when_its_sandbox_ends():
+    def attempt():
+        children = 0
+        try:
+            for _ in range(5 * sandbox.NPROC):
+                if os.fork() == 0:
+                    time.sleep(600)
+                    os._exit(0)
+                children += 1
+        except BlockingIOError:  # EAGAIN: the user's processes are at RLIMIT_NPROC
+            pass
+        return [children, os.getuid()]
+    (children, uid), folder = in_sandbox(attempt, end=False)
+    assert 0 < children < sandbox.NPROC
+    assert _processes_of(uid)
+    sandbox.end(folder)
+    assert not folder.exists()
+    deadline = time.monotonic() + 10  # killed: gone once the system has reaped them
+    while _processes_of(uid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _processes_of(uid)
+
+
+def _processes_of(uid):
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and os.stat(f"/proc/{entry}").st_uid == uid and _alive(int(entry)):
+                pids.append(int(entry))
+        except OSError:
+            pass
+    return pids
+
+
+@needs["user"]
+def test_a_process_that_detached_itself_is_killed_when_its_sandbox_ends():
+    def attempt():
+        r, w = os.pipe()
+        if os.fork() == 0:  # a daemon: a session of its own, its parent gone
+            os.setsid()
+            if os.fork() == 0:
+                os.write(w, str(os.getpid()).encode())
+                time.sleep(600)
+            os._exit(0)
+        os.close(w)
+        return int(os.read(r, 100))
+    daemon, folder = in_sandbox(attempt, end=False)
+    assert _alive(daemon)
+    sandbox.end(folder)
+    deadline = time.monotonic() + 10
+    while _alive(daemon) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(daemon)
+
+
+def test_a_sandboxed_process_gets_a_scratch_folder_of_its_own():
+    got, _ = in_sandbox(lambda: [os.environ[v] for v in ("HOME", "TMPDIR", "TRITON_CACHE_DIR")] + [
+        open(os.path.join(os.environ["TMPDIR"], "x"), "w").write("1")])
+    home = got[0]
+    assert all(p.startswith(home) for p in got[:3]) and got[3] == 1
+
+
+def test_doctor_names_each_layer_and_what_grading_does_without_it():
+    assert set(sandbox.MISSING) <= set(sandbox.LAYERS)
+    assert all("grading" in sandbox.MISSING[name] for name in sandbox.MISSING)
+
+
+# ---- the notebook's kernel during grading ---------------------------------------------------------------------------
+
+def _graded_notebook(*cells):
+    def test(source, gid):
+        return new_code_cell(source, metadata={"nbgrader": {"grade": True, "solution": False, "grade_id": gid,
+                                                            "points": 1, "locked": True}})
+    return new_notebook(cells=[new_code_cell(c) if isinstance(c, str) else test(*c) for c in cells],
+                        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+
+
+GREY = ("import torch\n"
+        "def rgb2grey_py(x):\n"
+        "    return (0.2989*x[0] + 0.5870*x[1] + 0.1140*x[2]).to(torch.uint8)\n")
+
+
+@needs["files"]
+def test_the_kernel_is_judged_from_its_sandbox_and_reads_nothing_of_the_graders(tmp_path):
+    from course.grading.autograde import SandboxedKernelManager
+    from course.grading.trusted import TrustedExecute
+    secret = tmp_path / ".grading_secret"
+    secret.write_text("the secret")
+    notebook = tmp_path / "autograded" / "s" / "a"
+    notebook.mkdir(parents=True)
+    (notebook / "data.txt").write_text("the notebook's data")
+    attack = (f"import os, socket\n"
+              f"tried = []\n"
+              f"for act in (lambda: open({str(secret)!r}).read(), lambda: open('data.txt').read(),\n"
+              f"            lambda: socket.socket(socket.AF_INET), lambda: open({str(tmp_path / 'mine')!r}, 'w')):\n"
+              f"    try:\n"
+              f"        tried.append(str(act())[:19])\n"
+              f"    except PermissionError:\n"
+              f"        tried.append('refused')\n"
+              f"print(tried)\n")
+    nb = _graded_notebook(GREY + attack, ('check_rgb2grey(rgb2grey_py, "tiny")', "right"))
+    nb = TrustedExecute(kernel_manager_class=SandboxedKernelManager).preprocess(
+        nb, {"metadata": {"path": str(notebook)}})[0]
+    assert nb.cells[0].outputs[-1]["text"] == "['refused', \"the notebook's data\", 'refused', 'refused']\n"
+    assert nb.cells[1].outputs == [{"output_type": "stream", "name": "stdout", "text": "rgb2grey_py: tiny passed\n"}]
+    assert not (tmp_path / "mine").exists()
