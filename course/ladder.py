@@ -157,6 +157,10 @@ def _call(f, where, *args, kernel=None):
 _TOPICS = str(Path(__file__).resolve().parent / "topics")  # where the course's references live
 
 
+_PICKS = {"index", "index_select", "gather", "take", "index_put", "index_put_", "_index_put_impl_"}  # by index:
+# what they compute is what they read or store, not the tensor they pick it from or into
+
+
 class _Computes(TorchDispatchMode):
     """Notes each PyTorch operation that computes on more than FEW elements (a view computes nothing)."""
 
@@ -167,7 +171,8 @@ class _Computes(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         if not func.is_view:
-            n = max((t.numel() for t in tree_leaves((args, kwargs, out)) if isinstance(t, torch.Tensor)), default=0)
+            seen = (args[1:], kwargs) if func.overloadpacket.__name__ in _PICKS else (args, kwargs, out)
+            n = max((t.numel() for t in tree_leaves(seen) if isinstance(t, torch.Tensor)), default=0)
             if n > FEW:
                 self.ops.append([func.overloadpacket.__name__, n])
         return out
