@@ -181,7 +181,7 @@ ROW_MAX = Exercise(name="row_max", topic=__name__, cases=row_cases, judge=judge_
                    case_names=CASE_NAMES, out_numel=lambda case: case.args[0].shape[0],
                    bindings={"cuda": Binding("row_max", MAX_CPP_SRC)},
                    hints={"memory": MEMORY_HINT, "computes": "every row's max"},
-                   one_thread={"element": ("row's max", "rows' maxs")})  # one thread per row
+                   one_thread={"element": ("row's max", "rows' maxima")})  # one thread per row
 
 
 @judges(PYTHON)
