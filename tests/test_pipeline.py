@@ -60,7 +60,11 @@ EXPECTED_PASSES = {
     "sybil": set(), "trudy": set(),
     # a profiler that reports a kernel of its own: the wrapper's object calls PyTorch's operations
     "victor": passed(L3, *(t for t in CUDA_TESTS if t != "integrity")),
+    # kernels that break the one-thread rule (harness/contract.py): a 1x1 image's one pixel is thread 0's own
+    "chuck": passed(L1, "tiny"), "heidi": set(), "niaj": passed(L2, "tiny"),
 }
+ONE_THREAD = {"chuck": (L1, "ran a vectorised PyTorch operation"), "heidi": (L1, "called the course's rgb2grey()"),
+              "niaj": (L2, "wrote 259 pixels")}  # tests/tamper/grayscale/README.md
 TAMPERED = ("mallory", "trent", "oscar", "ivan", "peggy", "rex", "sybil", "trudy", "victor")
 MARKERS = ("rex-was-here", "sybil-was-here", "trudy-was-here")  # what an attack's code touches if it ever runs
 STUDENTS = sorted(EXPECTED_PASSES)
@@ -218,6 +222,29 @@ def test_a_report_that_runs_code_when_read_and_a_forged_profiler_reach_no_verdic
                                         ("trudy", L4, "rgb2grey_triton_integrity")):
         assert "could not read your function's results" in outputs(graded, student, notebook, grade_id), student
     assert "PyTorch operation" in outputs(graded, "victor", L3, "rgb_to_grayscale_cuda_integrity")
+
+
+def test_a_kernel_that_breaks_the_one_thread_rule_loses_those_points_naming_the_rule(graded, tmp_path):
+    course = shutil.copytree(graded, tmp_path / "course")
+    for student in ONE_THREAD:
+        proc = nbgrader("generate_feedback", "grayscale", "--force", "--student", student, cwd=course)
+        assert proc.returncode == 0, proc.stderr
+    import csv
+    import subprocess
+    import sys
+    subprocess.run([sys.executable, "-m", "course", "export", "grayscale"], cwd=course, check=True, capture_output=True)
+    rows = {r["student"]: r for r in csv.DictReader(open(course / "exports" / "grayscale-grades.csv"))}
+    table = grades(f"sqlite:///{course / 'gradebook.db'}", "grayscale", course / "release")
+    for student, (notebook, phrase) in ONE_THREAD.items():
+        deserved = sum(row[student][1] for key, row in table.items() if key in EXPECTED_PASSES[student])
+        assert float(rows[student]["total"]) == deserved, student
+        which = "ragged_sizes" if student == "niaj" else "photo"
+        message = outputs(course, student, notebook, f"{PREFIX[notebook]}_{which}")
+        assert phrase in message and "a kernel computes only its own pixel" in message, (student, message)
+        hidden = outputs(course, student, notebook, f"{PREFIX[notebook]}_hidden_sizes")
+        assert "a kernel computes only its own pixel" in hidden, (student, hidden)
+        html = (course / "feedback" / student / "grayscale" / f"{notebook}.html").read_text()
+        assert "a kernel computes only its own pixel" in html, student
 
 
 def test_a_widened_allow_list_changes_no_verdict_in_the_notebook_or_in_verify(graded):
