@@ -67,7 +67,6 @@ def isolated(module):
     if isinstance(module, (IsolatedModule, IsolatedFunction)):
         return module
     if isinstance(module, types.FunctionType):  # a launch function of @triton.jit kernels, sent as its source
-        from .harness.rungs import TRITON
-        from .harness.triton import locate
-        return IsolatedFunction(*locate(None, module), words=TRITON.words)
+        from .harness.triton import IsolatedLaunch
+        return IsolatedLaunch(module)
     return IsolatedModule(module)

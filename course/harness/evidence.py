@@ -7,6 +7,8 @@ timeout_hint(tb, ran)          the hint for a Python rung stopped at its time li
 runner_hint(ran, n)            what the runners saw: no thread, too few threads, kernels returning values (python.py)
 tf32_dots(text)                the tl.dot calls of a Triton answer that leave TF32 on (topics/matmul.py)
 loads_without_other(text)      a Triton answer's masked tile loads with no other= (topics/matmul.py)
+triton_error_hint(text, error) what a Triton answer's source says of an error its launch raised (harness/triton.py)
+triton_output_hint(text)       what it says of wrong output elements: a program id the grid has no axis for
 
 Every hint here is read from evidence (the source, the values in the failing thread, what the runners did); where
 the evidence does not single out a cause, the hint lists the ones it allows instead of guessing.
@@ -669,3 +671,87 @@ def loads_without_other(text):
     hold undefined values (Triton's docs), which a sum over k takes in."""
     return list(dict.fromkeys(line for call, line in _triton_calls(text, "load", in_loop=True)
                               if _argument(call, "mask", 1) is not None and _argument(call, "other", 2) is None))
+
+
+def _jit_functions(text):
+    """The @triton.jit functions of a Triton answer's text, as AST nodes ([] when it does not parse)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    return [n for n in tree.body if isinstance(n, ast.FunctionDef)
+            and any("jit" in ast.unparse(d) for d in n.decorator_list)]
+
+
+def subscripted_pointers(text):
+    """The `x_ptr[...]` of a Triton answer's kernels: a pointer parameter (not a tl.constexpr) indexed with [ ], which
+    Python allows and Triton cannot compile: a kernel reads memory with tl.load(x_ptr + offs)."""
+    found = []
+    for kernel in _jit_functions(text):
+        pointers = {a.arg for a in kernel.args.args if "constexpr" not in ast.unparse(a.annotation or ast.Constant(""))}
+        found += [(kernel.name, ast.unparse(n)) for n in ast.walk(kernel)
+                  if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in pointers]
+    return found
+
+
+def _grids(text):
+    """The number of axes of each launch grid a Triton answer's plain functions write out (`kernel[(a, b)](...)`, or
+    `grid = (a,)` then `kernel[grid](...)`); None for a grid it cannot count (a lambda, a name from elsewhere)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    out = []
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef) or any("jit" in ast.unparse(d) for d in fn.decorator_list):
+            continue
+        tuples = {t.id: len(node.value.elts) for node in ast.walk(fn) if isinstance(node, ast.Assign)
+                  and isinstance(node.value, ast.Tuple) for t in node.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
+                grid = node.func.slice
+                out.append(len(grid.elts) if isinstance(grid, ast.Tuple) else
+                           tuples.get(grid.id) if isinstance(grid, ast.Name) else None)
+    return out
+
+
+def program_ids_past_the_grid(text):
+    """(kernel, `tl.program_id(1)` as written, axes of the grid) when a kernel asks for a program id on an axis that
+    every launch's grid leaves out: that id is 0 in every program. None when the grids cannot be counted."""
+    grids = _grids(text)
+    if not grids or None in grids:
+        return None
+    for kernel in _jit_functions(text):
+        for node in ast.walk(kernel):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "program_id":
+                axis = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "axis"), None)
+                if isinstance(axis, ast.Constant) and isinstance(axis.value, int) and axis.value >= max(grids):
+                    return kernel.name, ast.unparse(node), max(grids)
+    return None
+
+
+def triton_error_hint(text, error):
+    """The hint a Triton answer's source gives for an error its launch raised, or None: a pointer indexed with [ ]."""
+    indexed = subscripted_pointers(text)
+    if indexed and re.search(r"forget to add @triton\.jit|not (?:iterable|subscriptable)|_semantic", error):
+        kernel, shown = indexed[0]
+        pointer = shown.split("[")[0]
+        inside = shown[len(pointer) + 1:-1]
+        return (f"`{shown}` in {kernel} indexes a pointer: in a kernel a tensor is only the address of its first "
+                f"element, and [ ] picks axes of a block (offs[:, None]). Read through it with "
+                f"tl.load({pointer} + {inside}, mask=mask), write with tl.store({pointer} + {inside}, value, mask=mask)")
+    return None
+
+
+def triton_output_hint(text):
+    """The hint a Triton answer's source gives for wrong output elements, or None: a program id on an axis the grid
+    does not have."""
+    past = program_ids_past_the_grid(text)
+    if past:
+        kernel, call, axes = past
+        return (f"{kernel} reads `{call}`, but every launch's grid has {axes} ax{'is' if axes == 1 else 'es'} "
+                f"(axis 0{' only' if axes == 1 else f' to {axes - 1}'}), so that id is 0 in every program and they all "
+                f"handle the same elements. Either give the grid that axis (one entry per axis the kernel reads, "
+                f"e.g. grid = (triton.cdiv(w, BN), triton.cdiv(h, BM))), or read an axis it has: tl.program_id(0) on "
+                f"a grid of one entry, (triton.cdiv(n, BLOCK_SIZE),)")
+    return None

@@ -5,6 +5,8 @@ from typing import Any, Callable
 
 import torch
 
+from .cells import refuse_stale
+
 
 @dataclass(frozen=True)
 class Case:
@@ -25,6 +27,8 @@ class Exercise:
     out_dtype: torch.dtype = None                # a tensor output's; None where the answer is not a tensor
     out_numel: Callable[[Case], int] = None      # elements of the right output for a case
     probe: str = "ragged"                        # the case that the memory, race and integrity checks run
+    edges: tuple = ()                            # the memory check's cases besides the probe: where lanes or threads
+    #                                              run furthest past a tensor (the smallest input, one row, one column)
     hints: dict = field(default_factory=dict)    # memory, race, computes: the runners' hints in the topic's words
     raised: Callable[..., None] = None           # (error, case, what): returns where raising is the right answer
     passed: dict = field(default_factory=dict)   # case -> what its pass line adds
@@ -40,6 +44,19 @@ class Exercise:
         if case == "random" and seed is None:
             raise ValueError("the random case needs a seed: check_...(fn, 'random', seed=1234)")
         return self.cases(case, seed, rung)
+
+    def probed(self, mode):
+        """The case names a check mode runs (the memory check: the probe, then the edges), e.g. ("ragged", "tiny")."""
+        return (self.probe, *self.edges) if mode == "memory" else (self.probe,)
+
+    def probes(self, mode, seed, rung):
+        """The Cases a check mode runs for a Rung (memory, race, integrity): those of each of its probed case names."""
+        return [c for name in self.probed(mode) for c in self.inputs(name, seed, rung)]
+
+    def probed_words(self, mode):
+        """How messages name the sizes a check mode runs: "ragged", or "ragged, tiny and tall_wide"."""
+        names = self.probed(mode)
+        return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def require_case(case, names):
@@ -128,14 +145,17 @@ def order_hint(exercise):
 
 def judges(kind):
     """Marks a check with what its first argument is, for the judge and `course verify`: a Rung's answer, or an Answer
-    (harness/rungs.py); and shows its failure as the student's call and the message, without the course's frames
-    (pytest and IPython skip a frame holding __tracebackhide__; the frames below it are cut)."""
+    (harness/rungs.py); refuses an answer that a notebook cell's failed run left behind (cells.py); and shows its
+    failure as the student's call and the message, without the course's frames (pytest and IPython skip a frame
+    holding __tracebackhide__; the frames below it are cut)."""
     answer = getattr(kind, "answer", kind)
     def mark(check):
         @functools.wraps(check)
         def checked(*args, **kwargs):
             __tracebackhide__ = True  # noqa: F841
             try:
+                if args:  # an answer a failed cell left behind is not judged (cells.py): said instead
+                    refuse_stale(check.__name__, args[0])
                 return check(*args, **kwargs)
             except AssertionError as verdict:
                 raise verdict.with_traceback(None) from None  # what is wrong with the answer: the message

@@ -137,7 +137,35 @@ TRITON_WORDS = {"lang": "triton", "launch": "launch it with kernel[grid](...)", 
                      "checks compile your kernel as the GPU does)"),
                     (r"out of resource: shared memory",
                      "the kernel's tiles need more shared memory than one program can have on the GPU: make BM, BN "
-                     "or BK smaller (or num_stages, which keeps that many tiles in flight)"))}
+                     "or BK smaller (or num_stages, which keeps that many tiles in flight)"),
+                    (r"object of type '(\w+)' has no len\(\)",
+                     "the grid must be a tuple, one entry per axis: kernel[(triton.cdiv(n, BLOCK_SIZE),)](...), with "
+                     "the comma ((x) is just x, of type {0}; (x,) is a tuple), or a function of the meta-parameters that "
+                     "returns one"),
+                    (r"Boolean value of Tensor with more than one value is ambiguous",
+                     "`if`, `while`, `and`, `or` and `not` ask one True or False, and a comparison of a block gives "
+                     "one per lane: that is a mask. Pass it to the loads and stores, mask = offs < n, "
+                     "tl.load(x_ptr + offs, mask=mask), tl.store(out_ptr + offs, y, mask=mask); choose values lane "
+                     "by lane with tl.where(cond, a, b), and combine masks with & and |"),
+                    (r"is not string|cannot convert \w+ of type <class 'str'> to tensor",
+                     "on a GPU, print in a kernel is compiled into tl.device_print(prefix, *values): one string first, "
+                     "then blocks, e.g. print(\"offs\", offs) (a line per lane, from the GPU). CPU mode's checks skip "
+                     "print; in the interpreter print(offs) shows a program's whole block"),
+                    (r"breakpoint is not defined",
+                     "breakpoint() stops only in CPU mode's interpreter, where a kernel is plain Python; a GPU runs "
+                     "the compiled kernel, which has no breakpoint(): remove it (print(\"offs\", offs) works on both)"),
+                    (r"NameError\('(\w+) is not defined'\)",
+                     "{0} is not defined where the line marked ^ uses it: in a @triton.jit kernel a variable set "
+                     "inside a for loop or an if must be set before it too (acc = tl.zeros((BM, BN), "
+                     "dtype=tl.float32) before the loop, acc += ... inside), and a name from outside the kernel must "
+                     "be one of its arguments or a tl.constexpr global"),
+                    (r"Input shapes should have M >= (\d+), N >= (\d+) and K >= (\d+)",
+                     "tl.dot's tiles are smaller than the GPU's compiler takes: the k side (BK) must be at least {2} "
+                     "(the rows and columns, BM and BN, at least {0} and {1}); the lesson's 64x64x32 tiles fit"),
+                    (r"forget to add @triton\.jit",
+                     "Triton cannot compile the operation at the line marked ^ in a kernel: there, read memory only "
+                     "with tl.load(ptr + offs, mask=mask) (a pointer cannot be indexed with [ ]), and call only tl.* "
+                     "functions and other @triton.jit functions"))}
 
 PYTHON = Rung("python", sizes="python", small=True, runner=imported("course.harness.python:check_python"),
               answer=FUNCTION, words=PYTHON_WORDS)

@@ -35,6 +35,7 @@ import ast
 from dataclasses import dataclass, replace
 from typing import Callable
 import faulthandler
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -44,7 +45,9 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import textwrap
+import traceback
 import types
 
 import torch
@@ -53,7 +56,9 @@ from ..device import cpu_mode, require_gpu
 from ..toolchain import build_root
 from . import cuda
 from .child import Job
-from .exercise import fill_byte, require_case
+from .evidence import triton_error_hint, triton_output_hint
+from .exercise import element_of, fill_byte, require_case, with_hint
+from ..isolation import IsolatedFunction
 from .integrity import TRITON_LAUNCH
 from .rungs import TRITON
 
@@ -193,6 +198,61 @@ def _counted(kernel, name, path=None):
     kernel.run = launch
 
 
+DEBUG_CALLS = ("print", "breakpoint")  # what a kernel may call in CPU mode's interpreter and the GPU compile skips
+
+
+def debug_calls(text):
+    """(kernel, call as written, line) of each print(...) or breakpoint() statement in the @triton.jit functions of a
+    Source's text: the interpreter runs them (print shows a block at a time, breakpoint() stops there)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    found = []
+    for kernel in tree.body:
+        if isinstance(kernel, ast.FunctionDef) and any("jit" in ast.unparse(d) for d in kernel.decorator_list):
+            for node in ast.walk(kernel):
+                if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+                        and isinstance(node.value.func, ast.Name) and node.value.func.id in DEBUG_CALLS:
+                    found.append((kernel.name, ast.unparse(node.value), node))
+    return found
+
+
+def for_gpu(path):
+    """The file CPU mode compiles for the GPU: the Source's own, or a copy with each print(...) and breakpoint() in
+    its kernels replaced by `pass` (line for line), which the interpreter runs but the GPU's compiler refuses or turns
+    into tl.device_print (print(offs) without a leading string does not compile there)."""
+    text = open(path).read()
+    calls = debug_calls(text)
+    if not calls:
+        return path
+    lines = text.splitlines(True)
+    for _, _, node in sorted(calls, key=lambda c: (c[2].lineno, c[2].col_offset), reverse=True):
+        first, last = node.lineno - 1, node.end_lineno - 1
+        tail = lines[last][node.end_col_offset:]
+        lines[first] = lines[first][:node.col_offset] + "pass" + tail  # the lines after it stay, empty
+        for i in range(first + 1, last + 1):
+            lines[i] = "\n"
+    copy = path[:-3] + "_for_gpu.py"
+    if os.path.exists(copy) or _kept(copy, "".join(lines)):
+        return copy
+    copy = os.path.join(tempfile.gettempdir(), os.path.basename(copy))  # a sandboxed child writes its own folder only
+    return copy if _kept(copy, "".join(lines)) else path
+
+
+def _kept(path, text):
+    """Writes text to path whole (another process reads it only complete); False where the folder is not writable."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        return False
+    return True
+
+
 class CompilationError(Exception):
     """What Triton's compiler said of a kernel compiled for the GPU in a process of its own (CPU mode): its own text."""
 
@@ -245,6 +305,7 @@ def compile_for_gpu(path, kernel, args, kwargs, done):
     if key in done:
         return
     done.add(key)
+    path = for_gpu(path)
     digest = hashlib.sha256((open(path).read() + key + kernel.fn.__name__).encode()).hexdigest()[:16]
     kept = build_root() / "triton" / "compiled" / f"{digest}.json"
     if kept.exists():
@@ -257,21 +318,73 @@ def compile_for_gpu(path, kernel, args, kwargs, done):
                   f"{(ran.stderr.strip().splitlines() or ['?'])[-1]})")
             return
         said = json.loads(ran.stdout.strip().splitlines()[-1])
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        tmp = kept.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(said))
-        tmp.replace(kept)
+        _kept(str(kept), json.dumps(said))  # where the build folder is read-only (a sandboxed child), not kept
     if "error" in said:
         raise CompilationError(said["error"])
     if said["shared"] > GPU_SHARED:
         raise OutOfResources(said["shared"], GPU_SHARED, "shared memory")
 
 
+NO_BREAKPOINT = ("breakpoint() {where}: not stopping, this process of its own has no keyboard; call your launch "
+                 "function in a cell of the notebook (CPU mode) to stop there")
+
+
+def _no_keyboard(path):
+    """A breakpoint() hook for the child: one line saying why it does not stop (pdb there would read no input and
+    end the call with BdbQuit), once per place."""
+    said = set()
+
+    def hook(*args, **kwargs):
+        frame = sys._getframe(1)
+        where = _line_of(path, [(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)]) or "your code"
+        if where not in said:
+            said.add(where)
+            print(NO_BREAKPOINT.format(where=where), flush=True)
+    return hook
+
+
+def _line_of(path, frames):
+    """Where in the answer's file the innermost of frames (file, line, function) is: "in kernel: `code`", or None."""
+    for file, line, func in reversed(list(frames)):
+        if file == path:
+            lines = open(path).read().splitlines()
+            return f"in {func}: `{lines[line - 1].strip()}`" if 0 < line <= len(lines) else f"in {func}"
+    return None
+
+
+def _frames(error):
+    """(file, line, function) of every frame of an exception's traceback and of those it was raised from, outermost
+    first."""
+    seen, out = set(), []
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        out = [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(error.__traceback__)] + out
+        error = error.__cause__ or error.__context__
+    return out
+
+
+def _with_line(fn, path):
+    """fn, whose errors name the line of the answer they came from (the file the child runs is the check's assembly
+    of the notebook's cells, so its line numbers would tell the student nothing): the same error type's name."""
+    @functools.wraps(fn)
+    def launch(*args):
+        try:
+            return fn(*args)
+        except Exception as e:
+            where = _line_of(path, _frames(e))
+            if where is None or where in str(e) or isinstance(e, CompilationError):  # a compile error shows its line
+                raise
+            raise type(type(e).__name__, (Exception,), {})(f"{e}\n  ({where})") from None
+    return launch
+
+
 def load(job):
-    """The child's loader (child.run): imports a Source's file, Triton interpreted in CPU mode; the launch function."""
+    """The child's loader (child.run): imports a Source's file, Triton interpreted in CPU mode; the launch function,
+    whose errors name the student's line."""
     if job.cpu:
         os.environ["TRITON_INTERPRET"] = "1"
     faulthandler.enable()  # a memory fault in the kernel prints the kernel's line to the log
+    sys.breakpointhook = _no_keyboard(job.module)
     name = os.path.basename(job.module)[:-3]
     spec = importlib.util.spec_from_file_location(name, job.module)
     module = importlib.util.module_from_spec(spec)
@@ -280,7 +393,7 @@ def load(job):
     for key, value in vars(module).items():
         if _is_kernel(value):
             _counted(value, key, job.module if job.cpu else None)
-    return getattr(module, job.func)
+    return _with_line(getattr(module, job.func), job.module)
 
 
 def locate(exercise, answer):
@@ -303,6 +416,78 @@ def _faulted_line(output, module):
     return None
 
 
+FAULT_HINT = ("a lane read or wrote far outside a tensor, at an address where no memory is (in CPU mode the "
+              "interpreter touches that address itself): mask every tl.load and tl.store (mask = offs < n), and check "
+              "each offset and stride added to a pointer (strides passed in the wrong order, m.stride(1) for the rows, "
+              "walk far past a matrix)")
+_DUMP = re.compile(r"^(Fatal Python error|Current thread|Thread 0x|Stack \(most recent|  File |  <no Python frame>|"
+                   r"Extension modules:|\(total: \d+\))")
+
+
+def crashed(func, failed, path, fault_hint=None):
+    """A child's crash (cuda.KernelFailed) in Triton's words: how the process ended, the kernel's line it ended on and
+    a hint, without faulthandler's stack and list of extension modules. fault_hint: the exercise's, for a memory fault."""
+    output = getattr(failed, "output", None)
+    if output is None:  # a hang, or a call skipped after one: its message is already short
+        return failed
+    how = re.search(r"crashed with \w+|stopped with exit code -?\d+", str(failed))
+    line = _faulted_line(output, path)
+    said = [s for s in output.strip().splitlines() if s.strip() and not _DUMP.match(s)][-3:]
+    if re.search(r"SIGSEGV|SIGBUS", str(failed)):
+        hint = f"{FAULT_HINT}. {fault_hint}" if fault_hint else FAULT_HINT
+    else:
+        hint = cuda.crash_hint("\n".join(said) or str(failed), TRITON.words)
+    shown = "".join(f"\n  {s}" for s in said)
+    return cuda.KernelFailed(f"the process running {func} {how.group(0) if how else 'crashed'}"
+                             f"{', ' + line if line else ''}.{shown}\nHint: {hint}.")
+
+
+def explained(verdict, text):
+    """A check's verdict with the hint the answer's source gives instead of the output's (evidence.py): for an error
+    its launch raised, a pointer indexed with [ ]; for wrong elements, a program id the grid has no axis for."""
+    message = str(verdict)
+    if "raised an error" in message:
+        hint = triton_error_hint(text, message)
+    elif element_of(verdict) is not None:
+        hint = triton_output_hint(text)
+    else:
+        hint = None
+    return with_hint(verdict, hint + ".") if hint else verdict
+
+
+_told = set()  # the Sources whose print and breakpoint() calls a check has spoken of in this process
+
+
+def _say_where_debug_calls_go(source):
+    """One line, once per answer, saying that a check runs the kernel's print and breakpoint() calls where nothing shows
+    them (a process of its own, its output kept for the verdict), and where they do show."""
+    calls = debug_calls(source.text)
+    if calls and source.text not in _told:
+        _told.add(source.text)
+        shown = ", ".join(dict.fromkeys(f"`{call}` in {kernel}" for kernel, call, _ in calls))
+        print(f"(checks run {shown} in a process of their own, which shows nothing: call {source.name}(...) in a cell "
+              "to see a print, or stop at a breakpoint() (CPU mode); isolated(...) shows a print too)")
+
+
+class IsolatedLaunch(IsolatedFunction):
+    """A Triton launch function called in a process of its own (course.isolated): its source goes there as a check
+    sends it, and a crash or an error it raised reads in Triton's words, the kernel's line with it."""
+
+    def __init__(self, fn):
+        source = source_of(fn)
+        self.source, self.path = source, written(source)
+        super().__init__(self.path, source.name, loader="course.harness.triton:load", words=TRITON.words)
+
+    def __call__(self, *args):
+        try:
+            return super().__call__(*args)
+        except cuda.KernelFailed as e:
+            if getattr(e, "output", None) is not None:
+                raise crashed(self.__name__, e, self.path) from None
+            hint = triton_error_hint(self.source.text, str(e))
+            raise (cuda.KernelFailed(str(with_hint(e, hint + "."))) if hint else e) from None
+
+
 def check_triton(exercise, answer, case="photo", seed=None):
     """Checks a launch function of an exercise on one case in child processes: an input case, or memory, integrity."""
     launch = exercise.bindings[TRITON.name]
@@ -319,14 +504,16 @@ def check_triton(exercise, answer, case="photo", seed=None):
         require_gpu(f"check of {source.name} ({case!r})")
         cuda.prepare_spares(exercise, mode, TRITON.modes)
     rung = replace(TRITON, small=cpu)  # the interpreter runs a program per Python call: small inputs in CPU mode
-    cases = exercise.inputs(exercise.probe if mode != "run" else case, seed, rung)
+    cases = exercise.probes(mode, seed, rung) if mode != "run" else exercise.inputs(case, seed, rung)
     nbytes = torch.empty(0, dtype=exercise.out_dtype).element_size()
     job = Job(module=path, func=source.name, inputs=[c.args for c in cases],
               fills=[(exercise.out_numel(c) * nbytes, fill_byte(exercise.out_dtype)) for c in cases], mode=mode,
               cpu=cpu, memory_module=cuda.memory_module() if cpu else None, exercise=(exercise.topic, exercise.name),
               wheres=[c.where for c in cases], memory_hint=launch.memory_hint,
               loader="course.harness.triton:load", verdict="course.harness.triton:verdict")
-    found = f"{source.name}: the memory check found an access outside a tensor on the {exercise.probe} sizes"
+    found = (f"{source.name}: the memory check found an access outside a tensor on the "
+             f"{exercise.probed_words('memory')} sizes")
+    _say_where_debug_calls_go(source)
     try:
         cuda.run_and_judge(job)
     except cuda.OutOfBounds as e:
@@ -337,7 +524,9 @@ def check_triton(exercise, answer, case="photo", seed=None):
             where = f", {line}" if line else ""
             raise AssertionError(f"{found}: your kernel read or wrote past the end (or before the start) of a "
                                  f"tensor{where}.\nHint: {launch.memory_hint}") from None
-        raise
+        raise crashed(source.name, e, path, launch.memory_hint) from None
+    except AssertionError as e:
+        raise explained(e, source.text) from None
     problem = launch.source_verdict(source.text, mode, cpu) if launch.source_verdict else None
     if problem:
         raise AssertionError(f"{source.name}: {problem}")

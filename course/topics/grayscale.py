@@ -230,12 +230,20 @@ def _unwritten_hint(missing, maybe, h, w, words):
     start, end = int(held[-1]) + 1, int(held[0])  # the unwritten tail starts at start; the head ends before end
     if start < n and fits(every >= start):
         causes = []
+        unscaled = [t for t in BLOCK_SIZES if n > t and start == -(-n // t) + t - 1]
+        if unscaled:  # cdiv(n, t) groups whose offsets step by 1, not t: group p covers p to p + t - 1
+            t = unscaled[0]
+            groups_ = -(-n // t)
+            causes.append(f"{groups_} {groups} of {t} {lane}s (as many as {grid} gives) whose first {lane}s sit 1 "
+                          f"apart instead of {t}: {group} p covers pixels p to p + {t - 1}, so together they reach "
+                          f"only pixel {start - 1}. The {group}'s number must be scaled by its size: {words['index']}")
         if any(start == n // t * t for t in BLOCK_SIZES):
             causes.append(f"{floor} {groups}, which rounds down ({grid} rounds up)")
         if start in BLOCK_SIZES:
             causes.append(f"an index that leaves out the {group}'s offset ({words['index']})")
         if not causes:
-            causes.append(f"too few {groups} for this image: compute them from its size, {groups} = {grid}")
+            causes.append(f"too few {groups} for this image: compute them from its size, {groups} = {grid}, and "
+                          f"give each {group} its own pixels ({words['index']})")
         return (f"only the first {start:,} of {n:,} pixels got a {lane}: the last {n - start:,} (from "
                 f"{_rowcol(start, w)} on) were never written. That fits " + ", or ".join(causes) + ".")
     if end > 0 and fits(every < end):
@@ -361,6 +369,7 @@ RGB2GREY = Exercise(
                 "modes": ("memory", "integrity", "speed"),
                 "triton": ("tiny", "ragged", "tall_wide", "photo", "random")},
     out_numel=lambda case: case.args[0][0].numel(),
+    edges=("tiny", "tall_wide"),  # a 1x1 image leaves 255 of a 256-lane program past the end (issue 38)
     bindings={"cuda": Binding("rgb_to_grayscale", CPP_SRC),
               "triton": Launch("rgb2grey_triton", "a program's lanes past the last pixel must touch nothing: compute "
                                "mask = offs < n and pass it to every tl.load and tl.store (mask=mask), so only "

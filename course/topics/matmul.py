@@ -289,7 +289,18 @@ def _hint(yours, a, b, bad, never, tol, words=None, tiled=False):
                      + (f" (range({w['stop']}) does)" if python and w.get("start") and w.get("stop") else ""))
     if k > 1 and fits(row[:, -1] * col[:, -1]):
         found.append("every element is its last product alone: each step replaces the sum instead of adding to it (+=)")
-    if m * n > 1 and fits_dots(a64[p % m], b64[:, p // m].t()):
+    if tiled or w["lang"] == "triton":
+        starts = sorted({k - (k % t or t) for t in (16, 32, 64, 128) if k > t}, reverse=True)
+        for start in [s_ for s_ in starts if fits(_dots(row[:, s_:], col[:, s_:]))][:1]:
+            found.append(f"every element is the product of the last tile of k alone (k from {start} on): the sum "
+                         "starts again at 0 on every tile. " + (
+                             "Create the accumulator once, acc = tl.zeros((BM, BN), dtype=tl.float32) before "
+                             "`for k0 in range(0, k, BK)`, and add each tile's product to it inside: "
+                             "acc += tl.dot(a, b, input_precision=\"ieee\")" if w["lang"] == "triton" else
+                             "Declare the sum once before the loop over the phases (float p = 0.0f;) and add to it "
+                             "inside (p += ...)"))
+    transposed = m == n and w["lang"] == "triton"  # then the same as the transposed product, named below
+    if m * n > 1 and not transposed and fits_dots(a64[p % m], b64[:, p // m].t()):
         found.append(f"your values are right but stored column by column: element ({r_}, {c_}) goes to "
                      f"{out}[{r_}*w + {c_}], not {out}[{c_}*h + {r_}]")
     if m > 1 and k > 1 and fits_dots(a64.reshape(-1).view(k, m)[:, r].t(), col):
@@ -301,7 +312,11 @@ def _hint(yours, a, b, bad, never, tol, words=None, tiled=False):
     if m == n and m > 1 and fits_dots(a64[c], b64[:, r].t()):
         source = ("" if python and not w.get("block") else
                   f": {r_} comes from {'blockidx' if python else 'blockIdx'}.y, {c_} from .x")
-        found.append(f"you computed element ({c_}, {r_}) for ({r_}, {c_}){source or ': swap them'}")
+        found.append("your output is the transposed product, element (r, c) holding (c, r): the store's rows and "
+                     "columns are swapped. Store the tile at out_ptr + rows[:, None]*stride_or + "
+                     "cols[None, :]*stride_oc, passing out.stride(0) as stride_or and out.stride(1) as stride_oc "
+                     "(and rows = pid_r*BM + ..., pid_r from tl.program_id(1))" if w["lang"] == "triton" else
+                     f"you computed element ({c_}, {r_}) for ({r_}, {c_}){source or ': swap them'}")
     triton = w["lang"] == "triton"
     keep = ("Keep them float32 (no .half(), .bfloat16())" if python else
             "Keep the tiles float32 (no .to(tl.float16)) and pass tl.dot input_precision=\"ieee\"" if triton else
@@ -386,6 +401,7 @@ def judge_matmul(yours, case, what, unwritten=None, tiled=False):
 CASE_NAMES = {"python": ("tiny", "ragged", "tall_skinny", "all_different", "digits", "random"),
               "cuda": ("tiny", "ragged", "tall_skinny", "all_different", "digits", "large", "random")}
 CASE_NAMES["triton"] = CASE_NAMES["cuda"]
+EDGES = ("tiny", "tall_skinny")  # the memory check's sizes besides the ragged ones: a 1x1 product, one row, one column
 MEMORY_HINT = ("a thread outside the output must not read or write: guard with `if (row < h && col < w)` (h rows "
                "of a, w columns of b), and keep every index inside its matrix: a[row*k + i], b[i*w + col].")
 TRITON_MEMORY_HINT = ("no lane of a tile may read or write outside its matrix: mask every tl.load and tl.store, the "
@@ -446,6 +462,7 @@ MATMUL = Exercise(
     name="matmul", topic=__name__, cases=matmul_cases, judge=judge_matmul, out_dtype=torch.float32,
     case_names={**CASE_NAMES, "modes": ("memory", "integrity", "speed")},
     out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1],
+    edges=EDGES,
     bindings={"cuda": Binding("matmul", CPP_SRC),
               "triton": Launch("matmul_triton", TRITON_MEMORY_HINT, _source_verdict)},
     hints={"memory": MEMORY_HINT, "computes": "every element of the product"},
@@ -456,6 +473,7 @@ MATMUL_TILED = Exercise(
     name="matmul_tiled", topic=__name__, cases=matmul_cases, judge=partial(judge_matmul, tiled=True), out_dtype=torch.float32,
     case_names={**CASE_NAMES, "modes": ("memory", "race", "integrity", "speed")},
     out_numel=lambda case: case.args[0].shape[0] * case.args[1].shape[1],
+    edges=EDGES,
     bindings={"cuda": Binding("matmul_static", TILED_CPP_SRC)},
     hints={"memory": MEMORY_HINT, "race": RACE_HINT, "computes": "every element of the product, tile by tile"},
     one_thread={"element": ("element of the product", "elements of the product")},

@@ -102,6 +102,10 @@ CASES = {
     "cuda_missing_guard": Case(
         "rgb_to_grayscale_cuda", "no `if (i < n)` guard: the idle threads of the last block read and write past the tensors; the pixels are still right",
         {"memory": OOB}),
+    "cuda_red_read_before_guard": Case(
+        "rgb_to_grayscale_cuda", "reads x[i] before the guard: past x (3n bytes) only where a block has more threads than"
+        " 3n, the 1x1 image of the memory check's smallest sizes; every pixel is right",
+        {"memory": OOB}),
     "cuda_guard_off_by_one": Case(
         "rgb_to_grayscale_cuda", "guard `i <= n`: thread n reads x[3n] and writes out[n], one byte past each (every ragged size has a thread n)",
         {"memory": OOB}),
@@ -133,7 +137,7 @@ CASES = {
         cu(NEVER, but=("photo",), memory=PIXELS, integrity=PIXELS)),
     "cuda_fixed_grid_no_loop": Case(
         "rgb_to_grayscale_cuda", "a fixed grid of 32 blocks of 256 with no grid-stride loop: covers only the first 8,192 pixels (3x3001 has 9,003)",
-        cu(NEVER, but=("tiny", "ragged_sizes", "memory", "integrity"))),
+        cu(NEVER, but=("tiny", "ragged_sizes", "memory", "integrity"), memory=PIXELS)),  # memory runs 3x3001 too
     "cuda_stride_loop_no_block_offset": Case(
         "rgb_to_grayscale_cuda", "grid-stride loop that starts at threadIdx.x, not the global index: only pixels with i % stride < 256 are written (7x37 has 259)",
         cu(NEVER, but=("tiny",), memory=PIXELS, integrity=PIXELS)),
@@ -214,6 +218,10 @@ CASES = {
         {"memory": OUTSIDE}),
     "triton_store_unmasked": Case(
         "rgb2grey_triton", "masked loads, unmasked tl.store: the idle lanes of the last program write past out (bob's mistake)",
+        {"memory": OUTSIDE}),
+    "triton_red_load_unmasked": Case(
+        "rgb2grey_triton", "the red plane's tl.load left unmasked: its lanes stay inside x (3n bytes) wherever n > 256/3,"
+        " so only the memory check's smallest sizes (1x1, one row or column of 40) see it; every pixel is right",
         {"memory": OUTSIDE}),
     "triton_mask_off_by_one": Case(
         "rgb2grey_triton", "mask = offs <= n: lane n reads x[3n] and writes out[n], one byte past each (every ragged size has a lane n)",
