@@ -429,8 +429,8 @@ def verdict(job, result, rung=CUDA):
     if result.error:
         text = result.error
         if job.mode == "memory" and cpu and "illegal memory access" in text:
-            raise AssertionError(f"{func}: the memory check found out-of-bounds accesses on the {exercise.probe} "
-                                 f"sizes: {text.splitlines()[-1]}.\nHint: {job.memory_hint or exercise.hints['memory']}")
+            raise AssertionError(f"{func}: the memory check found out-of-bounds accesses on the "
+                                 f"{exercise.probed_words('memory')} sizes: {text.splitlines()[-1]}.\nHint: {job.memory_hint or exercise.hints['memory']}")
         raise KernelFailed(f"running your function raised an error:\n  {text}\nHint: {crash_hint(text, words)}.")
     want = "cpu" if cpu else "cuda"
     own = None if cpu or job.mode != "integrity" else rung.own_kernels(job.module)
@@ -520,7 +520,7 @@ def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
     mode = case if case in MODES else "run"
     if not cpu:
         prepare_spares(exercise, mode)
-    cases = exercise.inputs(exercise.probe if mode != "run" else case, seed, CUDA)
+    cases = exercise.probes(mode, seed, CUDA) if mode != "run" else exercise.inputs(case, seed, CUDA)
     if mode == "race":  # one size with several tiles and warps is enough, and racecheck is slow
         cases = cases[:1]
     nbytes = torch.empty(0, dtype=exercise.out_dtype).element_size()
@@ -540,8 +540,8 @@ def check_cuda(exercise, answer, case="photo", seed=None, needs_shared=False):
                 raise with_facts(e, cuda_facts(job, e.element, e.case)) from None
             raise
     except OutOfBounds as e:
-        raise AssertionError(f"{func}: the memory check found out-of-bounds accesses on the {exercise.probe} "
-                             f"sizes: {e}.\nHint: {memory_hint}") from None
+        raise AssertionError(f"{func}: the memory check found out-of-bounds accesses on the "
+                             f"{exercise.probed_words('memory')} sizes: {e}.\nHint: {memory_hint}") from None
     except Raced as e:
         raise AssertionError(f"{func}: the race check found threads racing on shared memory on the "
                              f"{exercise.probe} sizes: {e}.\nHint: {exercise.hints['race']}") from None
