@@ -186,7 +186,8 @@ def decode(data):
 
 def answer(ns, what, arg):
     """The worker's side of one request of the judge, on the notebook's names ns: ("value", v), ("returned", output,
-    inputs after, shared memory use), ("timeout", hint) or ("raised", type name, message)."""
+    inputs after, {shared memory use, the threads each launch ran alone (ladder.py's contract)}), ("timeout", hint),
+    ("passed", took the inputs) for a "message" request, or ("raised", type name, message)."""
     from course import ladder
     from course.harness import python
     try:
