@@ -164,6 +164,10 @@ _PICKS = {"index", "index_select", "gather", "take", "index_put", "index_put_", 
 class _Computes(TorchDispatchMode):
     """Notes each PyTorch operation that computes on more than FEW elements (a view computes nothing)."""
 
+    @classmethod
+    def _should_skip_dynamo(cls):  # nothing here is compiled: wrapping it for torch.compile would import dynamo (3-6 s)
+        return False
+
     def __init__(self, ops):
         super().__init__()
         self.ops = ops
