@@ -161,13 +161,13 @@ SYSTEM = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "
 
 def readable_paths():
     """What any sandboxed process may read and run: the system, Python and its packages, the course package, the
-    CUDA toolkit and the build folder (read-only)."""
+    CUDA toolkit and the grader's build folder (read-only)."""
     import site
     import sysconfig
     from course.toolchain.toolkit import build_root
     paths = [*SYSTEM, sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
              *site.getsitepackages(), *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")),
-             str(Path(__file__).resolve().parent), str(build_root())]
+             str(Path(__file__).resolve().parent), str(build_root()), os.environ.get("COURSE_BUILD_SHARED")]
     paths += [os.environ[v] for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
     paths += os.environ.get("COURSE_SANDBOX_READ", "").split(os.pathsep)  # a test's own modules, as its loader
     return [p for p in dict.fromkeys(paths) if p and os.path.exists(p)]
@@ -195,11 +195,13 @@ def enter(scratch, readable=(), writable=(), cpu_seconds=CPU, memory=None):
     (path, Landlock rights) pairs), opens no
     network socket, signals nothing outside, and, where it runs as root, becomes a user of its own with its limits.
     Calling it again narrows further. Returns the layers it set (layers() names them all)."""
-    from course.toolchain.toolkit import build_root
-    os.environ["COURSE_BUILD_DIR"] = str(build_root())  # found from HOME, which moves to the scratch folder
+    from course.toolchain.toolkit import SHARED, build_root
     readable = [*readable_paths(), *readable]
     set_ = []
     scratch = os.path.realpath(scratch)
+    # the grader's build folder is read through; what the process builds goes into its own (toolkit.kept)
+    os.environ[SHARED] = os.environ.get(SHARED) or str(build_root())
+    os.environ["COURSE_BUILD_DIR"] = os.path.join(scratch, "build")
     os.makedirs(scratch, exist_ok=True)
     trace = os.environ.get("COURSE_TRACE")  # the grading benchmark's trace file: every process appends to it
     if trace:
@@ -304,16 +306,32 @@ def user_of(folder):
     return uid if uid >= UID_BASE else None
 
 
+def processes_of(uid):
+    """The pids of a user's live processes (zombies left out: they are dead, waiting to be reaped)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    with open(f"/proc/{entry}/stat") as f:
+                        if f.read().rsplit(") ", 1)[1][:1] != "Z":
+                            pids.append(int(entry))
+            except (OSError, IndexError):
+                pass  # it ended meanwhile
+    return pids
+
+
 def sweep(uid):
     """Kills every process of a sandbox's user: what it left running, however it detached itself."""
     if uid is None or uid < UID_BASE or os.geteuid() != 0:
         return
-    for round_ in range(20):  # a fork bomb forks while it is being killed; NPROC bounds it, a few rounds end it
-        killed = subprocess.run(["/bin/sh", "-c", "kill -9 -1"], user=uid, group=uid, extra_groups=[],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
-        if not killed:  # none was left (kill(-1) spares the process that sends it)
+    for round_ in range(50):  # a fork bomb forks while it is being killed; NPROC bounds it, a few rounds end it
+        if not processes_of(uid):
             return
-        time.sleep(0.002 * round_)
+        # kill(-1) as that user signals exactly its processes, wherever they moved (a session, a group of their own)
+        subprocess.run(["/bin/sh", "-c", "kill -9 -1"], user=uid, group=uid, extra_groups=[],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(0.001 * round_)
 
 
 def copy_out(src, dst, limit=FSIZE):

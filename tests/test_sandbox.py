@@ -174,24 +174,13 @@ def test_a_fork_bomb_is_bounded_and_killed_when_its_sandbox_ends():
         return [children, os.getuid()]
     (children, uid), folder = in_sandbox(attempt, end=False)
     assert 0 < children < sandbox.NPROC
-    assert _processes_of(uid)
+    assert sandbox.processes_of(uid)
     sandbox.end(folder)
     assert not folder.exists()
     deadline = time.monotonic() + 10  # killed: gone once the system has reaped them
-    while _processes_of(uid) and time.monotonic() < deadline:
+    while sandbox.processes_of(uid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _processes_of(uid)
-
-
-def _processes_of(uid):
-    pids = []
-    for entry in os.listdir("/proc"):
-        try:
-            if entry.isdigit() and os.stat(f"/proc/{entry}").st_uid == uid and _alive(int(entry)):
-                pids.append(int(entry))
-        except OSError:
-            pass
-    return pids
+    assert not sandbox.processes_of(uid)
 
 
 @needs["user"]

@@ -142,6 +142,20 @@ def gpus():
     return [tuple(x.strip() for x in line.split(",")) for line in out.splitlines() if line.strip()]
 
 
+def check_sandbox(r):
+    """One line per layer of the sandbox student code runs in (course/sandbox.py): what it keeps out, or, where this
+    host lacks it, what grading then does."""
+    from course import sandbox
+    if not sandbox.wanted():
+        r.note("COURSE_SANDBOX=0 is set: student code runs with the grader's rights (no sandbox at all)")
+        return
+    for name, has in sandbox.layers().items():
+        if has:
+            r.ok(f"sandbox {name}: {sandbox.LAYERS[name]}")
+        else:
+            r.note(f"sandbox {name}: missing here; {sandbox.MISSING.get(name, 'grading goes on without it')}")
+
+
 def doctor(root=".", compile_kernel=True):
     """Checks this machine for grading; returns 1 when something must be fixed first."""
     r = Report()
@@ -243,6 +257,8 @@ def doctor(root=".", compile_kernel=True):
     free = shutil.disk_usage(build).free / 2**30
     (r.ok if free > 5 else r.fail)(f"{free:.0f} GiB free where builds are kept ({build})",
                                    *([] if free > 5 else ["free some space, or set COURSE_BUILD_DIR to a bigger disk"]))
+
+    check_sandbox(r)
 
     try:
         from .layout import course_root

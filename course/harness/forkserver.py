@@ -33,9 +33,12 @@ def _enter(task, folder, args):
         sandbox.enter(home, writable=[io], memory=memory)
         return
     from course.toolchain import build_root, objects
-    sandbox.enter(home, writable=[io, build_root()], memory=memory)
+    from course.toolchain.toolkit import SHARED
+    shared = str(build_root())
+    sandbox.enter(home, writable=[io, shared], memory=memory)
     job = json.loads(open(args[0]).read())
-    job["env"].update({k: os.environ[k] for k in (*sandbox.CACHES, "COURSE_BUILD_DIR")})  # the build's own temp
+    job["env"].update({k: os.environ[k] for k in sandbox.CACHES}, COURSE_BUILD_DIR=shared)  # its own temporary files
+    job["env"].pop(SHARED, None)
     with open(args[0], "w") as f:
         json.dump(job, f)
     load = objects.import_module

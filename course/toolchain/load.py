@@ -12,7 +12,7 @@ import torch
 from ..device import cpu_mode
 from . import objects, split
 from .errors import CompileError, compiler_errors, student_terms, undefined_symbol
-from .toolkit import build_root
+from .toolkit import build_root, kept
 
 # Bump when the files load_cuda writes change, so old builds are not reused.
 _LAYOUT = "4"
@@ -126,9 +126,10 @@ def load_cuda(cuda_src, cpp_src, funcs, opt=False, verbose=False):
     name = build_name(cuda_src, cpp_src, funcs, opt, cpu)
     if name in _loaded:
         return _loaded[name]
+    path = kept(build_root(), Path(name) / f"{name}.so")
     build_dir = build_root() / name
-    build_dir.mkdir(parents=True, exist_ok=True)
-    path = build_dir / f"{name}.so"
+    if not path.exists():
+        build_dir.mkdir(parents=True, exist_ok=True)
     with warnings.catch_warnings():
         if not verbose:
             warnings.simplefilter("ignore")
@@ -172,7 +173,7 @@ def sources_of(module):
 def built(cuda_src, cpp_src, funcs):
     """The compiled file of these sources if load_cuda has built them (in any process), else None."""
     name = build_name(cuda_src, cpp_src, _funcs(funcs))
-    found = sorted((build_root() / name).glob(f"{name}*.so"))
+    found = sorted(kept(build_root(), name).glob(f"{name}*.so"))
     return str(found[0]) if found else None
 
 

@@ -13,6 +13,20 @@ def build_root():
     return Path(os.environ.get("COURSE_BUILD_DIR") or Path.home() / ".cache" / "cuda-course")
 
 
+SHARED = "COURSE_BUILD_SHARED"  # a build folder read, never written: the grader's, seen from a sandboxed kernel
+
+
+def kept(root, relative):
+    """A file (or folder) a build keeps, relative to root: under root, else under $COURSE_BUILD_SHARED if it is there
+    (a sandboxed notebook kernel builds into a folder of its own and reuses what the grader's folder holds)."""
+    path = Path(root) / relative
+    shared = os.environ.get(SHARED)
+    if path.exists() or not shared:
+        return path
+    other = Path(shared) / relative
+    return other if other.exists() else path
+
+
 def cuda_home():
     """The CUDA toolkit's folder: $CUDA_HOME or $CUDA_PATH, else the one holding nvcc, else /usr/local/cuda; None without one."""
     for var in ("CUDA_HOME", "CUDA_PATH"):
