@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .toolkit import kept
+
 _versions = {}
 
 
@@ -106,7 +108,7 @@ def compile_all(root, jobs, verbose=False, env=None):
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     known = []  # jobs whose source failed before: the compiler's errors again, without compiling
     for job in jobs:
-        job.obj = object_path(root, job)
+        job.obj = kept(root, object_path(root, job).relative_to(root))
         if job.obj.exists():
             job.cached = True
             continue
@@ -278,6 +280,9 @@ def precompiled(root, name, header, command, depends=""):
     for the next builds: this one reads the header as it is (the same result, slower)."""
     key = digest(compiler_version(command[0]), *command, header, depends)
     folder = Path(root) / f"pch-{key[:16]}"
+    shared = kept(root, Path(folder.name) / (name + ".gch"))
+    if shared.exists():
+        return shared.parent
     folder.mkdir(parents=True, exist_ok=True)
     h = folder / name
     _write(h, header)
