@@ -372,7 +372,7 @@ def _with_line(fn, path):
             return fn(*args)
         except Exception as e:
             where = _line_of(path, _frames(e))
-            if where is None or where in str(e) or isinstance(e, CompilationError):  # a compile error shows its line
+            if where is None or where in str(e) or type(e).__name__ == "CompilationError":  # it shows its line
                 raise
             raise type(type(e).__name__, (Exception,), {})(f"{e}\n  ({where})") from None
     return launch
@@ -439,20 +439,23 @@ def crashed(func, failed, path, fault_hint=None):
         hint = cuda.crash_hint("\n".join(said) or str(failed), TRITON.words)
     shown = "".join(f"\n  {s}" for s in said)
     return cuda.KernelFailed(f"the process running {func} {how.group(0) if how else 'crashed'}"
-                             f"{', ' + line if line else ''}.{shown}\nHint: {hint}.")
+                             f"{', ' + line if line else ''}.{shown}\nHint: {hint.rstrip('.')}.")
 
 
-def explained(verdict, text):
+def explained(verdict, text, fault_hint=None):
     """A check's verdict with the hint the answer's source gives instead of the output's (evidence.py): for an error
-    its launch raised, a pointer indexed with [ ]; for wrong elements, a program id the grid has no axis for."""
+    its launch raised, a pointer indexed with [ ]; for wrong elements, a program id the grid has no axis for. A
+    GPU's illegal memory access gets Triton's words (fault_hint: the exercise's) rather than the CUDA rung's."""
     message = str(verdict)
-    if "raised an error" in message:
+    if "raised an error" in message and re.search(r"illegal memory access|illegal address", message):
+        hint = f"{FAULT_HINT}. {fault_hint}" if fault_hint else FAULT_HINT
+    elif "raised an error" in message:
         hint = triton_error_hint(text, message)
     elif element_of(verdict) is not None:
         hint = triton_output_hint(text)
     else:
         hint = None
-    return with_hint(verdict, hint + ".") if hint else verdict
+    return with_hint(verdict, hint.rstrip(".") + ".") if hint else verdict
 
 
 _told = set()  # the Sources whose print and breakpoint() calls a check has spoken of in this process
@@ -484,8 +487,8 @@ class IsolatedLaunch(IsolatedFunction):
         except cuda.KernelFailed as e:
             if getattr(e, "output", None) is not None:
                 raise crashed(self.__name__, e, self.path) from None
-            hint = triton_error_hint(self.source.text, str(e))
-            raise (cuda.KernelFailed(str(with_hint(e, hint + "."))) if hint else e) from None
+            said = explained(e, self.source.text)
+            raise (e if said is e else cuda.KernelFailed(str(said))) from None
 
 
 def check_triton(exercise, answer, case="photo", seed=None):
@@ -526,7 +529,7 @@ def check_triton(exercise, answer, case="photo", seed=None):
                                  f"tensor{where}.\nHint: {launch.memory_hint}") from None
         raise crashed(source.name, e, path, launch.memory_hint) from None
     except AssertionError as e:
-        raise explained(e, source.text) from None
+        raise explained(e, source.text, launch.memory_hint) from None
     problem = launch.source_verdict(source.text, mode, cpu) if launch.source_verdict else None
     if problem:
         raise AssertionError(f"{source.name}: {problem}")
