@@ -21,6 +21,7 @@ _WHERE = {
     "run_in_child": "processes", "capture_stdout": "capture", "printed": "capture",
     "ptx": "sass", "sass_of": "sass", "float_ops": "sass", "arithmetic": "sass", "warn_cpu_fma": "sass",
     "AsyncWork": "timing",
+    "to_cuda": "translate",
     **topic_exports(),
 }
 __all__ = sorted(_WHERE)
