@@ -232,6 +232,27 @@ def enter(scratch, readable=(), writable=(), cpu_seconds=CPU, memory=None):
     return set_
 
 
+def enter_build(folder, memory=None):
+    """Enters the sandbox of a process that builds a student's source (folder: its sandbox folder): the compilers
+    write the grader's build folder (its objects and headers are shared, and no student code runs in a compiler),
+    and the process narrows to its own folder just before it imports the module built, whose static initializers
+    are the student's code. Its environment keeps the grader's build folder as the one it builds into."""
+    from course.toolchain import build_root, objects
+    from course.toolchain.toolkit import SHARED
+    shared = str(build_root())
+    home, io = Path(folder) / "home", Path(folder) / "io"
+    enter(home, writable=[io, shared], memory=memory)
+    os.environ["COURSE_BUILD_DIR"] = shared
+    os.environ.pop(SHARED, None)
+    load = objects.import_module
+
+    def narrowed(name, path):
+        objects.import_module = load
+        enter(home, writable=[io], memory=memory)
+        return load(name, path)
+    objects.import_module = narrowed
+
+
 # ---- what the host offers, for doctor and for grading's record -----------------------------------------------------
 
 LAYERS = {
@@ -307,17 +328,18 @@ def user_of(folder):
 
 
 def processes_of(uid):
-    """The pids of a user's live processes (zombies left out: they are dead, waiting to be reaped)."""
-    pids = []
+    """The pids of a user's live processes (zombies left out: they are dead, waiting to be reaped). Read from each
+    process's status: a process that changed its user is not dumpable, and its /proc folder belongs to root."""
+    pids, wanted_ = [], str(uid)
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    with open(f"/proc/{entry}/stat") as f:
-                        if f.read().rsplit(") ", 1)[1][:1] != "Z":
-                            pids.append(int(entry))
-            except (OSError, IndexError):
-                pass  # it ended meanwhile
+                with open(f"/proc/{entry}/status") as f:
+                    fields = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+            except OSError:
+                continue  # it ended meanwhile
+            if wanted_ in fields.get("Uid", "").split()[:1] and not fields.get("State", "").strip().startswith("Z"):
+                pids.append(int(entry))
     return pids
 
 

@@ -131,20 +131,53 @@ def build_all(jobs, processes=None, timeout=1800, env=None):
     return sorted(results, key=lambda r: order[id(r[0])])
 
 
+def _build(job):
+    """load_cuda on a job: None, or why it failed."""
+    from course.toolchain import CompileError, load_cuda
+    try:
+        load_cuda(job["cuda_src"], job["cpp_src"], job["funcs"], opt=bool(job["opt"]))
+        return None
+    except CompileError as e:
+        return str(e)
+    except Exception as e:  # noqa: B902 (a module that builds but does not load: the notebook will say so)
+        return f"{type(e).__name__}: {e}"
+
+
+def _sandboxed_build(job):
+    """_build in a forked child in a sandbox (course/sandbox.py): importing the module runs the student's static
+    initializers, which must not run with the grader's rights."""
+    from course import sandbox
+    folder = sandbox.new_folder("course-compile-")
+    out = folder / "io" / "error.json"
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # the parent's report is its stdout: nothing else goes there
+            sandbox.enter_build(folder)
+            out.write_text(json.dumps(_build(job)))
+            code = 0
+        finally:
+            os._exit(code)
+    os.waitpid(pid, 0)
+    copied = folder / "error.copied"
+    error = json.loads(copied.read_text()) if sandbox.copy_out(out, copied) else "the build stopped without a report"
+    sandbox.end(folder)
+    return error
+
+
 def _serve():
-    """The build process: load_cuda for each job read from stdin; one JSON line per job on stdout."""
+    """The build process: load_cuda for each job read from stdin (each in a sandboxed child); one JSON line per job on
+    stdout."""
     import warnings
     warnings.simplefilter("ignore")
-    from course.toolchain import CompileError, load_cuda
+    from course import sandbox
+    import course.toolchain  # noqa: F401 (imported once, before the children fork)
     for job in json.loads(sys.stdin.read()):
         t = time.perf_counter()
-        try:
-            load_cuda(job["cuda_src"], job["cpp_src"], job["funcs"], opt=bool(job["opt"]))
-            error = None
-        except CompileError as e:
-            error = str(e)
-        except Exception as e:  # noqa: B902 (a module that builds but does not load: the notebook will say so)
-            error = f"{type(e).__name__}: {e}"
+        error = _sandboxed_build(job) if sandbox.wanted() else _build(job)
+        if not isinstance(error, (str, type(None))):
+            error = "the build's report was not a message"
         print(json.dumps({"error": error, "seconds": time.perf_counter() - t}), flush=True)
 
 

@@ -32,22 +32,13 @@ def _enter(task, folder, args):
     if task != "build":
         sandbox.enter(home, writable=[io], memory=memory)
         return
-    from course.toolchain import build_root, objects
     from course.toolchain.toolkit import SHARED
-    shared = str(build_root())
-    sandbox.enter(home, writable=[io, shared], memory=memory)
+    sandbox.enter_build(folder, memory=memory)
     job = json.loads(open(args[0]).read())
-    job["env"].update({k: os.environ[k] for k in sandbox.CACHES}, COURSE_BUILD_DIR=shared)  # its own temporary files
+    job["env"].update({k: os.environ[k] for k in (*sandbox.CACHES, "COURSE_BUILD_DIR")})  # its own temporary files
     job["env"].pop(SHARED, None)
     with open(args[0], "w") as f:
         json.dump(job, f)
-    load = objects.import_module
-
-    def narrowed(name, path):
-        sandbox.enter(home, writable=[io], memory=memory)
-        objects.import_module = load
-        return load(name, path)
-    objects.import_module = narrowed
 
 
 def _ended(folder, outputs):
