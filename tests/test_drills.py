@@ -21,8 +21,8 @@ DRILLS = sorted((ROOT / "source" / "drills").glob("*.ipynb"))
 
 # ---- the notebooks, their release and the example students --------------------------------------------------
 
-def test_eight_drills_numbered_in_order_each_titled_drill_n():
-    assert [p.name[:3] for p in DRILLS] == [f"0{k}_" for k in range(1, 9)]
+def test_nine_drills_numbered_in_order_each_titled_drill_n():
+    assert [p.name[:3] for p in DRILLS] == [f"0{k}_" for k in range(1, 10)]
     for k, path in enumerate(DRILLS, 1):
         first = "".join(json.loads(path.read_text())["cells"][0]["source"])
         assert first.startswith(f"# Drill {k}: "), path.name
@@ -57,7 +57,7 @@ def test_alice_answers_every_solution_cell_and_bob_makes_one_mistake_a_drill():
                if "answer" not in p.stem and "plan" not in p.stem
                and p.read_text() != (examples / "alice" / p.name).read_text()]
     drills = sorted({name.split("_")[0] for name in changed})
-    assert drills == [f"drill{k}" for k in range(1, 9)], changed
+    assert drills == [f"drill{k}" for k in range(1, 10)], changed
     assert not list((examples / "carol").glob("*.py"))
 
 

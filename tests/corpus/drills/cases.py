@@ -17,10 +17,14 @@ named must pass. What the tests feed an answer:
   drill 6 (blocking.py): the script in two fresh processes, CUDA_LAUNCH_BLOCKING=0 and =1.
   drill 7 (printf.py): the printed lines for the photo and a 1x3 image; the pixels on the ragged sizes.
   drill 8 (plan.py): the student's own examples.
+  drill 9 (mechanical.py): c_int on edge values and large images' indices; c_div and c_mod on 13 pairs, negative
+    ones among them; grey_double on the edge colours and the photo; the histogram on 1 + 259 + 1,000 values, the
+    photo's red values, 2**20 copies of 42, memory on the small sizes (in CPU mode a kernel without an atomic
+    operation fails: no count is lost there); smooth on 1, 2, 3, 5 values, 257 + 1,000 + 4,097, memory.
 Where a GPU and CPU mode give different verdicts (g++ does not fuse multiply-adds; a CPU-mode launch runs its
 kernel before it returns), `gpu` and `cpu` give each mode's.
 """
-from tests.corpus.answers import Case, every, tests_of
+from tests.corpus.answers import ANY, Case, every, tests_of
 
 EXACT = tests_of("drills", "drill1_exact_cuda")
 ROWS = tests_of("drills", "drill2_row_sum_cuda")
@@ -173,4 +177,41 @@ CASES = {
         "drill8_l0", "the histogram's loop stops one value short: its counts and bincount's differ",
         {"examples": "differ on"}),
     "d8_right_softmax": Case("drill8_l0", "right: a row-wise softmax against torch.softmax, three examples"),
+
+    # ---- drill 9 ---------------------------------------------------------------------------------------------
+    "d9_c_int_python_int": Case(
+        "drill9_c_int", "returns v: Python's int, which never wraps", {"values": "a C int holds", "indices": "a C int holds"}),
+    "d9_c_int_clamps": Case(
+        "drill9_c_int", "clamps to INT_MIN..INT_MAX: saturation, which C's int does not do",
+        {"values": "wraps around", "indices": "wraps around"}),
+    "d9_c_int_right_bit_mask": Case("drill9_c_int", "right: the low 32 bits, minus 2**32 when the sign bit is set"),
+    "d9_division_python_operators": Case(
+        "drill9_c_division", "Python's // and %: right only where a and b have the same sign",
+        {"div": "Python's answer", "mod": "Python's answer"}),
+    "d9_division_right_int_of_float": Case(
+        "drill9_c_division", "right: int(a / b), which truncates, and math.fmod, which keeps a's sign"),
+    "d9_double_float32": Case(
+        "drill9_grey_double", "computes in float32 (x.float()): the lessons' bytes, not C's double ones",
+        {"edges": "float32 reference's", "photo": "float32 reference's"}),
+    "d9_double_right_float64_tensors": Case(
+        "drill9_grey_double", "right: the planes as float64 rows, reshaped back"),
+    "d9_hist_plus_equals": Case(
+        "drill9_histogram_cuda", "counts[x[i]] += 1, to_cuda's text: a race on a GPU; CPU mode loses nothing, so the "
+        "check asks for an atomic there", cpu=every(("small", "photo", "one_value", "memory"), "without an atomic"),
+        gpu={"small": ANY, "photo": "were lost", "one_value": "were lost", "memory": ANY}),
+    "d9_hist_counts_uninitialised": Case(
+        "drill9_histogram_cuda", "torch::empty for the counts: atomicAdd adds to whatever the memory held",
+        cpu=every(("small", "photo", "one_value", "memory"), "are wrong"),
+        gpu={"small": "are wrong", "photo": "are wrong", "one_value": "are wrong", "memory": ANY}),
+    "d9_hist_right_shared_per_block": Case(
+        "drill9_histogram_cuda", "right: a block's counts in shared memory, added to the global ones once per block"),
+    "d9_smooth_chained_guard": Case(
+        "drill9_smooth_cuda", "`if (0 < i < n - 1)`, Python's guard copied: true for every thread but 0 once n > 2, "
+        "so the ends read x[-1] and x[n] and the threads past the end write past the output",
+        {"small": "are wrong", "ragged": "are wrong", "memory": "out-of-bounds"}),
+    "d9_smooth_ends_unwritten": Case(
+        "drill9_smooth_cuda", "the mean only, no else: the first and last values are never written",
+        every(("small", "ragged", "memory"), "are wrong")),
+    "d9_smooth_right_early_returns": Case(
+        "drill9_smooth_cuda", "right: returns past the end and at the ends, the neighbours in named floats"),
 }

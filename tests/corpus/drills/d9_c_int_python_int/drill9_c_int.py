@@ -1,0 +1,2 @@
+def c_int(v):
+    return int(v)

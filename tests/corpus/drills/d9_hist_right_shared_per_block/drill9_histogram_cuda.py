@@ -1,0 +1,28 @@
+hist_src = cuda_begin + r"""
+__global__ void histogram_kernel(unsigned char* x, int* counts, int n) {
+    __shared__ int local[256];  // this block's counts, added to the global ones once
+    for (int v = threadIdx.x; v < 256; v += blockDim.x)
+        local[v] = 0;
+    __syncthreads();
+    int i = blockIdx.x*blockDim.x + threadIdx.x;
+    if (i < n)
+        atomicAdd(&local[x[i]], 1);
+    __syncthreads();
+    for (int v = threadIdx.x; v < 256; v += blockDim.x)
+        if (local[v])
+            atomicAdd(&counts[v], local[v]);
+}
+
+torch::Tensor histogram(torch::Tensor input) {
+    CHECK_INPUT(input);
+    int n = input.numel();
+    auto counts = torch::zeros({256}, input.options().dtype(torch::kInt));
+    int threads = 256;
+    if (n > 0) {
+        histogram_kernel<<<cdiv(n, threads), threads>>>(input.data_ptr<unsigned char>(), counts.data_ptr<int>(), n);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    return counts;
+}
+"""
+hist = load_cuda(hist_src, cpp_src, ["histogram"])
