@@ -67,6 +67,8 @@ def _own(launch, unit, numel, shape):
         return (lambda flat: torch.isin(flat, allowed)), "out[i, j]"
     own = "out[r*w + c], r = blockidx.y*blockdim.y + threadidx.y, c = blockidx.x*blockdim.x + threadidx.x"
     (bx, by, _), threads = (at if kind == "blk_kernel2d_shar" else at[0]), launch["threads"]
+    if launch["blocks"][2] != 1 or threads[2] != 1:  # a z axis: which elements are a thread's own is the kernel's say
+        return None, own
     if kind == "blk_kernel2d_shar":
         rows, cols = by * threads[1] + torch.arange(threads[1]), bx * threads[0] + torch.arange(threads[0])
     else:
