@@ -65,6 +65,11 @@ EXPECTED_PASSES = {
 }
 ONE_THREAD = {"chuck": (L1, "ran a vectorised PyTorch operation"), "heidi": (L1, "called the course's rgb2grey()"),
               "niaj": (L2, "wrote 259 pixels")}  # tests/tamper/grayscale/README.md
+# processes that run student code are sandboxed (course/sandbox.py): eve's kernel reaches for the grader's files and
+# the network with a right L0; frank's C++ host code does too, and leaves a daemon, with a right kernel; grace's forks
+# a bomb around a kernel with L0's wrong weights
+SANDBOXED = {"eve": passed(L0, *PY_TESTS), "frank": passed(L3, *CUDA_TESTS, *SPEED), "grace": set()}
+EXPECTED_PASSES.update(SANDBOXED)
 TAMPERED = ("mallory", "trent", "oscar", "ivan", "peggy", "rex", "sybil", "trudy", "victor")
 MARKERS = ("rex-was-here", "sybil-was-here", "trudy-was-here")  # what an attack's code touches if it ever runs
 STUDENTS = sorted(EXPECTED_PASSES)
@@ -245,6 +250,28 @@ def test_a_kernel_that_breaks_the_one_thread_rule_loses_those_points_naming_the_
         assert "a kernel computes only its own pixel" in hidden, (student, hidden)
         html = (course / "feedback" / student / "grayscale" / f"{notebook}.html").read_text()
         assert "a kernel computes only its own pixel" in html, student
+
+
+def test_attacks_from_student_processes_change_nothing_outside_their_sandbox(graded):
+    from course.toolchain import build_root
+    tried = outputs(graded, "eve", L0, "rgb2grey_py")
+    for what in ("hidden seeds", "gradebook", "socket"):
+        assert f"'{what}': 'PermissionError'" in tried, tried
+    assert "'secret': 'PermissionError'" in tried or "'secret': 'FileNotFoundError'" in tried, tried
+    assert "got " not in tried
+    for marker in ("frank-was-here", "frank-read-the-secret", "frank-read-the-seeds", "frank-could-write-a-module",
+                   "frank-opened-a-socket", "frank-connected"):
+        assert not list(graded.rglob(marker)) and not (build_root() / marker).exists(), marker
+    left = [pid for pid in os.listdir("/proc") if pid.isdigit() and _named(pid, ("frank-daemon", "grace-bomb"))]
+    assert not left, "a process a check started is still running after it"
+
+
+def _named(pid, names):
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return any(f"Name:\t{n}" in status for n in names) and "State:\tZ" not in status
 
 
 def test_a_widened_allow_list_changes_no_verdict_in_the_notebook_or_in_verify(graded):

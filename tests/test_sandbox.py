@@ -211,9 +211,31 @@ def test_a_sandboxed_process_gets_a_scratch_folder_of_its_own():
     assert all(p.startswith(home) for p in got[:3]) and got[3] == 1
 
 
-def test_doctor_names_each_layer_and_what_grading_does_without_it():
+def test_doctor_names_each_layer_and_what_grading_does_without_it(monkeypatch, capsys):
+    from course.grading.doctor import Report, check_sandbox
     assert set(sandbox.MISSING) <= set(sandbox.LAYERS)
-    assert all("grading" in sandbox.MISSING[name] for name in sandbox.MISSING)
+    monkeypatch.setattr(sandbox, "layers", lambda: dict.fromkeys(sandbox.LAYERS, False))
+    check_sandbox(Report())
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == len(sandbox.LAYERS)
+    assert all("missing here" in line and "grading goes on" in line for line in lines), lines
+    monkeypatch.setenv("COURSE_SANDBOX", "0")
+    assert sandbox.record() == {}
+
+
+@needs["files"]
+def test_a_source_that_includes_the_grading_secret_shows_no_byte_of_it(tmp_path, monkeypatch):
+    from course import check_rgb2grey_cuda, cuda_begin
+    monkeypatch.setenv("COURSE_CPU_MODE", "1")
+    secret = tmp_path / ".grading_secret"
+    secret.write_text("TOPSECRET-4242")
+    src = cuda_begin + f'#include "{secret}"\n' + r"""
+__global__ void rgb_to_grayscale_kernel(unsigned char* x, unsigned char* out, int n) {}
+torch::Tensor rgb_to_grayscale(torch::Tensor input) { return input; }
+"""
+    with pytest.raises(AssertionError) as failed:
+        check_rgb2grey_cuda(src, "tiny")
+    assert "does not compile" in str(failed.value) and "TOPSECRET" not in str(failed.value)
 
 
 # ---- the notebook's kernel during grading ---------------------------------------------------------------------------
