@@ -169,6 +169,9 @@ def readable_paths():
              *site.getsitepackages(), *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")),
              str(Path(__file__).resolve().parent), str(build_root()), os.environ.get("COURSE_BUILD_SHARED")]
     paths += [os.environ[v] for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    # packages installed beside the system's (the GPU host's pip --target folder), never a course folder on the path
+    paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+              if p and os.path.isdir(p) and not os.path.exists(os.path.join(p, "nbgrader_config.py"))]
     paths += os.environ.get("COURSE_SANDBOX_READ", "").split(os.pathsep)  # a test's own modules, as its loader
     return [p for p in dict.fromkeys(paths) if p and os.path.exists(p)]
 
@@ -297,6 +300,11 @@ def layers():
         got = f.read().split()
     os.waitpid(pid, 0)
     return {name: name in got for name in LAYERS}
+
+
+def record():
+    """What `course grade` records of the sandbox its student code ran in: {layer: whether it had it}, {} when off."""
+    return layers() if wanted() else {}
 
 
 # ---- starting and ending sandboxed processes -----------------------------------------------------------------------

@@ -46,6 +46,7 @@ import torch
 
 from ..device import cpu_mode, require_gpu
 from ..toolchain import build_root
+from ..toolchain.toolkit import kept
 from .exercise import Case, fill_byte, unwritten
 
 WARMUP = 3          # untimed calls of each contender first: loading, the first launch, caches
@@ -252,7 +253,7 @@ class _Wrong(Exception):
 def gpu_lock(key, wait=LOCK_WAIT):
     """Holds the lock of one GPU (a file under the build folder) so that timings there run one at a time; yields the
     seconds waited for it."""
-    folder = build_root() / "locks"
+    folder = kept(build_root(), "locks")  # in a sandbox: the grader's folder (course/harness/forkserver.py)
     folder.mkdir(parents=True, exist_ok=True)
     fd = os.open(folder / f"speed-{key}.lock", os.O_RDWR | os.O_CREAT, 0o666)
     start = time.monotonic()
