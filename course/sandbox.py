@@ -437,6 +437,14 @@ def end(folder):
     shutil.rmtree(folder, ignore_errors=True)
 
 
+def end_all(path=None):
+    """Ends every sandbox made under path (default: base()), and what each left running: for a grading run that
+    gives its sandboxes a folder of its own (COURSE_SANDBOX_DIR), however its workers were stopped."""
+    path = Path(path) if path else base()
+    for folder in sorted(path.glob("course-*")):
+        end(folder)
+
+
 def supervise(folder, readable, writable, run, cpu_seconds=CPU, memory=None):
     """Runs run() in a forked child entered into a sandbox (this process may have threads: the child has one), passes
     this process's signals on to it, then kills what it left running and exits with its status (never returns)."""

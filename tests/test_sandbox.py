@@ -277,3 +277,22 @@ def test_the_kernel_is_judged_from_its_sandbox_and_reads_nothing_of_the_graders(
     assert nb.cells[0].outputs[-1]["text"] == "['refused', \"the notebook's data\", 'refused', 'refused']\n"
     assert nb.cells[1].outputs == [{"output_type": "stream", "name": "stdout", "text": "rgb2grey_py: tiny passed\n"}]
     assert not (tmp_path / "mine").exists()
+
+
+@needs["user"]
+def test_a_grading_run_ends_every_sandbox_it_made_however_it_was_stopped(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_SANDBOX_DIR", str(tmp_path))
+
+    def attempt():
+        if os.fork() == 0:
+            os.setsid()
+            time.sleep(600)
+            os._exit(0)
+        return os.getuid()
+    uid, folder = in_sandbox(attempt, end=False)
+    assert folder.parent == sandbox.base() and sandbox.processes_of(uid)
+    sandbox.end_all(tmp_path / "course-sandboxes")
+    deadline = time.monotonic() + 10
+    while sandbox.processes_of(uid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not sandbox.processes_of(uid) and not list(sandbox.base().iterdir())
