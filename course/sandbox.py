@@ -168,7 +168,7 @@ def readable_paths():
     paths = [*SYSTEM, sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.realpath(sys.executable)),
              *site.getsitepackages(), *(sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")),
              str(Path(__file__).resolve().parent), str(build_root()), os.environ.get("COURSE_BUILD_SHARED")]
-    paths += [os.environ[v] for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    paths += [os.environ[v] for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)] + [triton_cache()]
     # packages installed beside the system's (the GPU host's pip --target folder), never a course folder on the path
     paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
               if p and os.path.isdir(p) and not os.path.exists(os.path.join(p, "nbgrader_config.py"))]
@@ -180,14 +180,26 @@ CACHES = ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "XDG_CACHE_HOME", "XDG_CONFIG_HO
           "JUPYTER_RUNTIME_DIR", "TORCHINDUCTOR_CACHE_DIR", "CUDA_CACHE_PATH", "TORCH_EXTENSIONS_DIR")
 
 
+def triton_cache():
+    """The grader's Triton cache: $TRITON_CACHE_DIR, else Triton's default under HOME."""
+    return os.environ.get("TRITON_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".triton", "cache")
+
+
 def point_caches(scratch):
-    """Points HOME, TMPDIR and every cache a sandboxed process writes at its scratch folder."""
+    """Points HOME, TMPDIR and every cache a sandboxed process writes at its scratch folder. Triton's cache there
+    links to each kernel the grader's cache holds (read-only), so a kernel compiled before is not compiled again."""
+    shared = triton_cache()
     for name in CACHES:
         path = os.path.join(scratch, name.lower())
         os.makedirs(path, exist_ok=True)
         os.environ[name] = path
     os.environ["HOME"] = scratch
     tempfile.tempdir = None  # read TMPDIR again
+    mine = os.environ["TRITON_CACHE_DIR"]
+    if os.path.isdir(shared) and os.path.realpath(shared) != os.path.realpath(mine):
+        for entry in os.listdir(shared):
+            if not os.path.lexists(os.path.join(mine, entry)):
+                os.symlink(os.path.join(shared, entry), os.path.join(mine, entry))
 
 
 # ---- entering ------------------------------------------------------------------------------------------------------
