@@ -29,6 +29,9 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 c.Autograde.autograde_preprocessors = [
     TrustedExecute if p is Execute else p for p in Autograde().autograde_preprocessors
 ]
+# The notebook's kernel runs in a sandbox (course/sandbox.py): it reads the course package and the notebook's folder,
+# writes only a folder of its own, opens no network socket, and what it leaves running is killed with it.
+c.Execute.kernel_manager_class = "course.grading.autograde.SandboxedKernelManager"
 c.Execute.timeout = 600
 c.Execute.startup_timeout = 120
 # Once its last cell has run, a notebook's kernel has nothing left to say: kill it rather than wait for a graceful

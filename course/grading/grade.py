@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import sandbox
 from ..processes import run_in_session
 from . import merge
 from .layout import (CourseError, course_root, db_path, db_url, notebook_names, read_notebook, require_assignment,
@@ -240,6 +241,17 @@ def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, 
     scratch = Path(tempfile.mkdtemp(prefix="course-grade-"))
     temp = {"TMPDIR": str(scratch / "tmp")}
     os.mkdir(temp["TMPDIR"])
+    # The sandboxes of this run's student code (course/sandbox.py): a folder their users can pass through, whose
+    # sandboxes, and whatever they left running, end with the run however it ends
+    sandboxes = Path(tempfile.mkdtemp(prefix="course-grade-sandboxes-"))
+    sandboxes.chmod(0o711)
+    temp["COURSE_SANDBOX_DIR"] = str(sandboxes)
+    summary["sandbox"] = sandbox.record()
+    missing = [layer for layer, present in summary["sandbox"].items() if not present]
+    if not summary["sandbox"]:
+        say("sandbox off (COURSE_SANDBOX=0): student code runs with the grader's rights")
+    elif missing:
+        say(f"sandbox without {', '.join(missing)} on this host (python -m course doctor says what that leaves open)")
     try:
         if plan.todo and warm:  # its imports take seconds: they overlap the compiling
             from .warm import WarmKernels
@@ -261,6 +273,8 @@ def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, 
     finally:
         if kernels is not None:
             kernels.close()
+        sandbox.end_all(sandboxes / "course-sandboxes")
+        shutil.rmtree(sandboxes, ignore_errors=True)
         for _ in range(5):  # a killed kernel may still be writing its last files there for a moment
             shutil.rmtree(scratch, ignore_errors=True)
             if not scratch.exists():
@@ -377,6 +391,11 @@ def report(summary):
         lines.append(f"  one student takes {t['student_mean']:.0f} s: autograde {t['autograde_mean']:.0f} s"
                      + (f", clean re-run {t['verify_mean']:.0f} s" if "verify_mean" in t else "")
                      + (f"; compiling ahead took {t['compile']:.0f} s" if "compile" in t else ""))
+    if summary.get("sandbox") is not None:
+        box = summary["sandbox"]
+        lines.append("  student code sandboxed: " + (", ".join(k for k, v in box.items() if v) or "no layer")
+                     + (f"; missing on this host: {', '.join(k for k, v in box.items() if not v)}"
+                        if not all(box.values()) else "") if box else "  student code NOT sandboxed (COURSE_SANDBOX=0)")
     judged = summary.get("judged", {})
     if judged:
         lines.append("  notebooks judged: " + ", ".join(f"{n} {kind}" + (" (every test cell by nbgrader's own process)"
