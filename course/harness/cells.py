@@ -12,8 +12,8 @@ import re
 import sys
 import types
 
-_DEFINES = re.compile(r"^(?:async\s+def|def|class)\s+(\w+)|^([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?::[^=\n]*)?=(?!=)",
-                      re.M)
+_DEFINES = re.compile(r"^(?:async\s+def|def|class)\s+(\w+)"  # def f(, class C
+                      r"|^([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*(?::[^=\n]*)?=(?!=)", re.M)  # a, b = / x: int =
 
 
 def defined_names(text):

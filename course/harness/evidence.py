@@ -739,7 +739,8 @@ def triton_error_hint(text, error):
         inside = shown[len(pointer) + 1:-1]
         return (f"`{shown}` in {kernel} indexes a pointer: in a kernel a tensor is only the address of its first "
                 f"element, and [ ] picks axes of a block (offs[:, None]). Read through it with "
-                f"tl.load({pointer} + {inside}, mask=mask), write with tl.store({pointer} + {inside}, value, mask=mask)")
+                f"tl.load({pointer} + {inside}, mask=mask), write with tl.store({pointer} + {inside}, value, "
+                "mask=mask)")
     return None
 
 

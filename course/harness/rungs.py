@@ -140,8 +140,8 @@ TRITON_WORDS = {"lang": "triton", "launch": "launch it with kernel[grid](...)", 
                      "or BK smaller (or num_stages, which keeps that many tiles in flight)"),
                     (r"object of type '(\w+)' has no len\(\)",
                      "the grid must be a tuple, one entry per axis: kernel[(triton.cdiv(n, BLOCK_SIZE),)](...), with "
-                     "the comma ((x) is just x, of type {0}; (x,) is a tuple), or a function of the meta-parameters that "
-                     "returns one"),
+                     "the comma ((x) is just x, of type {0}; (x,) is a tuple), or a function of the meta-parameters "
+                     "that returns one"),
                     (r"Boolean value of Tensor with more than one value is ambiguous",
                      "`if`, `while`, `and`, `or` and `not` ask one True or False, and a comparison of a block gives "
                      "one per lane: that is a mask. Pass it to the loads and stores, mask = offs < n, "
