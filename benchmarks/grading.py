@@ -114,7 +114,7 @@ def warm_up(course, assignment, build_dir):
             "        try: load_cuda(j['cuda_src'], j['cpp_src'], j['funcs'], opt=j['opt'])\n"
             "        except Exception as e: print('warm-up build failed:', str(e)[:300])\n"
             "if cpu_mode():\n"
-            "    from course.harness.cuda import memory_module; memory_module()\n")
+            "    from course.harness.children import memory_module; memory_module()\n")
     return subprocess.Popen([sys.executable, "-c", code, str(course / "release" / assignment)], env=env_for(build_dir),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

@@ -11,7 +11,7 @@ import types
 
 import torch
 
-from .harness.cuda import call_in_child
+from .harness.children import KernelFailed, call_in_child
 
 TIMING_TIMEOUT = 300  # seconds for a timed run: a slow kernel's warm-up and repeats at 4096 take seconds
 
@@ -61,12 +61,33 @@ class IsolatedModule:
         return f"<isolated {self.module.__name__}: each call in a process of its own>"
 
 
+class IsolatedLaunch(IsolatedFunction):
+    """A Triton launch function called in a process of its own (course.isolated): its source goes there as a check
+    sends it, and a crash or an error it raised reads in Triton's words, the kernel's line with it."""
+
+    def __init__(self, fn):
+        from .harness.rungs import TRITON
+        from .harness.triton import source_of, written
+        source = source_of(fn)
+        self.source, self.path = source, written(source)
+        super().__init__(self.path, source.name, loader="course.harness.triton:load", words=TRITON.words)
+
+    def __call__(self, *args):
+        from .harness.triton import crashed, explained
+        try:
+            return super().__call__(*args)
+        except KernelFailed as e:
+            if getattr(e, "output", None) is not None:
+                raise crashed(self.__name__, e, self.path) from None
+            said = explained(e, self.source.text)
+            raise (e if said is e else KernelFailed(str(said))) from None
+
+
 def isolated(module):
     """module (from load_cuda), or a Triton launch function, with each call run in a process of its own: a crash fails
     the cell, not the notebook."""
     if isinstance(module, (IsolatedModule, IsolatedFunction)):
         return module
     if isinstance(module, types.FunctionType):  # a launch function of @triton.jit kernels, sent as its source
-        from .harness.triton import IsolatedLaunch
         return IsolatedLaunch(module)
     return IsolatedModule(module)

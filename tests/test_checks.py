@@ -7,8 +7,8 @@ import torch
 
 from course.device import GraderFault
 from course import blk_kernel, cdiv, check_rgb2grey, check_rgb2grey_cuda, has_gpu, rgb2grey, run_kernel
-from course.harness.child import Run
-from course.harness.cuda import _crashed, in_child
+from course.harness.wire import Run
+from course.harness.children import _crashed, in_child
 from course.harness.exercise import Case
 from course.harness.integrity import judge as judge_integrity
 from course.harness.integrity import kernels, torch_ops

@@ -34,7 +34,7 @@ def test_a_prepared_spare_is_the_one_taken_and_does_its_job(tmp_path):
     waiting = spare._spares[spare._key([], None)]
     taken = spare.take([], None)
     assert taken is waiting and taken.alive()
-    assert taken.run("preload", [], tmp_path / "log.txt", 120) == 0
+    assert taken.run("warm", [], tmp_path / "log.txt", 120) == 0
     assert not taken.alive() and not os.path.exists(taken.folder)
     assert spare.take([], None) is not taken  # a spare does one job
 
@@ -68,7 +68,7 @@ def _announce(job):
 
 def _kept_job(tmp_path, name, answer="answer.so"):
     from course.harness import wire
-    from course.harness.child import Job, Result
+    from course.harness.wire import Job, Result
     folder = tmp_path / name
     folder.mkdir()
     wire.write(Job(module="unused", func=name, inputs=[], fills=[], mode="run", cpu=False,
@@ -111,7 +111,7 @@ def test_the_server_imports_what_a_child_asks_for_once_before_it_forks(tmp_path)
     server = Server(env=dict(os.environ, PYTHONPATH=f"{tmp_path}:{os.environ.get('PYTHONPATH', '')}"))
     try:
         for _ in range(2):
-            assert server.run("preload", [], tmp_path / "log.txt", 120, imports=["marker"]) == 0
+            assert server.run("warm", [], tmp_path / "log.txt", 120, imports=["marker"]) == 0
         pids = (tmp_path / "pids").read_text().split()
         assert len(pids) == 1 and int(pids[0]) == server.proc.pid
     finally:
@@ -122,7 +122,7 @@ def test_compute_sanitizers_report_is_read_even_when_a_long_crash_report_follows
     # A Triton kernel's fault under memcheck: the report, then PyTorch's abort with a stack of 20 frames (seen on the
     # H200), which pushed the report out of the log's last 4,000 characters and left the raw CUDA error as the verdict.
     import pytest
-    from course.harness import cuda
+    from course.harness import children as cuda
     log = tmp_path / "output.txt"
     log.write_text("========= Invalid __global__ read of size 1 bytes\n=========     at rgb2grey_kernel+0x1d0\n"
                    + "".join(f"frame #{k}: c10::Error::Error() + 0x9d (0x7f1b in libc10.so)\n" for k in range(200))

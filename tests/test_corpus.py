@@ -31,7 +31,7 @@ from course.assignments import Assignment
 from course.device import cpu_mode
 from course.grading.seeds import is_test_cell
 from course.grading.trusted import check_call, is_demo
-from course.harness import cuda as harness_cuda
+from course.harness import children as harness_children
 from course.harness import python as harness_python
 from course.harness.rungs import PYTHON, RUNGS
 from tests.corpus.answers import ANY
@@ -188,7 +188,7 @@ def verdicts():
     # (the slowest right answer takes about 3 s in CPU mode, its CUDA checks about 1 s).
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(harness_python, "PYTHON_TIMEOUT", 15)
-        mp.setattr(harness_cuda, "TIMEOUT", 20)
+        mp.setattr(harness_children, "TIMEOUT", 20)
         results = run_corpus(sorted(CASES), workers=default_workers())
     if os.environ.get("COURSE_REPORT_DIR"):
         report(results, os.environ["COURSE_REPORT_DIR"])

@@ -457,7 +457,7 @@ def test_compile_error_points_at_the_students_line(build_dir):
 
 MEMORY_PROBE = """
 import torch
-from course.harness.cuda import memory_module
+from course.harness.children import memory_module
 from course.toolchain.load import import_compiled
 memory = import_compiled(memory_module())
 def protection(address):
@@ -511,15 +511,15 @@ std::tuple<torch::Tensor, torch::Tensor> scaled(torch::Tensor x, double a, int64
 def test_scalars_in_and_several_outputs_out_go_through_a_checks_child(build_dir, tmp_path):
     # A double and an int beside the tensor (no clone() on them), a result and a workspace back, as one tensor goes.
     from course.harness import wire
-    from course.harness.child import Job, Result
-    from course.harness.cuda import memory_module
+    from course.harness.wire import Job, Result
+    from course.harness.children import memory_module
     module = load_cuda(SCALE_AND_WORKSPACE, "std::tuple<torch::Tensor, torch::Tensor> scaled(torch::Tensor x, double a, "
                        "int64_t threads);", ["scaled"])
     x = torch.arange(300, dtype=torch.float32)
     job = Job(module=module_path(module), func="scaled", inputs=[(x, 0.5, 128), (x[:7], 2.0, 32)], fills=[(0, 0)] * 2,
               mode="integrity", cpu=True, memory_module=memory_module())
     wire.write(job, tmp_path / "job.pt")
-    subprocess.run([sys.executable, "-m", "course.harness.child", "run", str(tmp_path / "job.pt"),
+    subprocess.run([sys.executable, "-m", "course.harness.tasks", "run", str(tmp_path / "job.pt"),
                     str(tmp_path / "result.pt")], check=True, timeout=300)
     result = wire.read(tmp_path / "result.pt", Result)
     assert result.error is None, result.error
@@ -553,7 +553,7 @@ torch::Tensor twice(torch::Tensor x, int64_t far, int64_t spin) {
 
 def test_an_isolated_call_brings_back_the_result_or_the_cause_and_the_caller_goes_on(build_dir, capsys, monkeypatch):
     from course import isolated
-    import course.harness.cuda as harness
+    import course.harness.children as harness
     module = isolated(load_cuda(CALLED, "torch::Tensor twice(torch::Tensor x, int64_t far, int64_t spin);", ["twice"]))
     x = torch.arange(1000, dtype=torch.float32)
     assert torch.equal(module.twice(x, 0, 0), 2 * x)

@@ -22,7 +22,7 @@ import torch
 
 import course.harness.python as harness_python
 from course import cuda_begin, has_gpu, load_cuda
-from course.harness.child import Run
+from course.harness.wire import Run
 from course.harness.evidence import guard_hint
 from course.harness.exercise import Case
 from course.harness.integrity import judge as judge_integrity

@@ -98,7 +98,7 @@ def test_every_rung_declares_the_words_its_hints_speak():
 
 
 def test_a_crash_hint_of_its_own_comes_from_the_rung_that_declares_it():
-    from course.harness.cuda import crash_hint
+    from course.harness.children import crash_hint
     from course.harness.rungs import CUDA, TRITON
     text = "CompilationError: at 3:8: Cannot access global variable RED"
     assert "`RED = tl.constexpr(...)`" in crash_hint(text, TRITON.words)

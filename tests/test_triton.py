@@ -219,7 +219,7 @@ def rgb2grey_far_store(x):
 
 
 def test_isolated_runs_a_launch_function_in_a_process_of_its_own_and_outlives_its_crash():
-    from course.harness.cuda import KernelFailed
+    from course.harness.children import KernelFailed
     x = torch.randint(0, 256, (3, 7, 37), dtype=torch.uint8)
     assert torch.equal(course.isolated(rgb2grey_triton)(x), course.rgb2grey(x))
     with pytest.raises(KernelFailed, match="crashed"):

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from course.harness import child, wire
-from course.harness.child import Job, Result, Run
-from course.harness.speed import Timed
+from course.harness import judge, wire
+from course.harness.wire import Job, Result, Run
+from course.harness.wire import Timed
 
 ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ("course", "benchmarks")
@@ -149,7 +149,7 @@ def test_the_judge_fails_a_check_whose_result_runs_code_when_read(tmp_path):
     marker = tmp_path / "was-here"
     digest = wire.write(_job(), tmp_path / "job.pt")
     _crafted(tmp_path / "result.pt", marker)
-    child.judge(tmp_path / "job.pt", tmp_path / "result.pt", tmp_path / "verdict.json", digest)
+    judge.judge(tmp_path / "job.pt", tmp_path / "result.pt", tmp_path / "verdict.json", digest)
     outcome = json.loads((tmp_path / "verdict.json").read_text())
     assert outcome["passed"] is False and "could not read your function's results" in outcome["message"]
     assert not marker.exists()
@@ -161,10 +161,10 @@ def test_the_judge_reads_only_its_own_copy_of_the_job(tmp_path):
     wire.write(Result(), tmp_path / "result.pt")
     wire.write(_job(verdict="builtins:print"), tmp_path / "job.pt")
     with pytest.raises(wire.Unreadable, match="not the one the check wrote"):
-        child.judge(tmp_path / "job.pt", tmp_path / "result.pt", tmp_path / "verdict.json", digest)
+        judge.judge(tmp_path / "job.pt", tmp_path / "result.pt", tmp_path / "verdict.json", digest)
     digest = wire.write(_job(verdict="builtins:print"), tmp_path / "job.pt")  # and no job names another judge
     with pytest.raises(wire.Unreadable, match="not one of the course's verdicts"):
-        child.judge(tmp_path / "job.pt", tmp_path / "result.pt", tmp_path / "verdict.json", digest)
+        judge.judge(tmp_path / "job.pt", tmp_path / "result.pt", tmp_path / "verdict.json", digest)
     assert not (tmp_path / "verdict.json").exists()
 
 
@@ -297,9 +297,9 @@ def _source(student):
 @pytest.fixture
 def markers(tmp_path, monkeypatch):
     """Where an attack's code would leave its file if it ran (the checks' processes start in tmp_path)."""
-    from course.harness import cuda
+    from course.harness import children
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(cuda, "_server", None)  # a check server started here, in tmp_path
+    monkeypatch.setattr(children, "_server", None)  # a check server started here, in tmp_path
     yield lambda: sorted(p.name for folder in (tmp_path, ROOT) for p in folder.glob("*-was-here"))
 
 
@@ -309,12 +309,12 @@ def test_a_forged_profiler_passes_the_events_but_not_the_compiled_objects(tmp_pa
     import subprocess
     import sys
     from course import check_rgb2grey_cuda, load_cuda
-    from course.harness.cuda import memory_module
+    from course.harness.children import memory_module
     module = load_cuda(_source("victor"), "torch::Tensor rgb_to_grayscale(torch::Tensor input);", ["rgb_to_grayscale"])
     x = torch.randint(0, 256, (3, 5, 7), dtype=torch.uint8)
     wire.write(Job(module=module.__file__, func="rgb_to_grayscale", inputs=[(x,)], fills=[(35, 0xAB)],
                    mode="integrity", cpu=True, memory_module=memory_module()), tmp_path / "job.pt")
-    subprocess.run([sys.executable, "-m", "course.harness.child", "run", str(tmp_path / "job.pt"),
+    subprocess.run([sys.executable, "-m", "course.harness.tasks", "run", str(tmp_path / "job.pt"),
                     str(tmp_path / "result.pt")], check=True, timeout=600)
     run = wire.read(tmp_path / "result.pt", Result).runs[0]
     assert not integrity.torch_ops(run.events) and integrity.kernels(run.events, None)[0]  # the forgery took

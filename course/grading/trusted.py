@@ -334,7 +334,7 @@ class TrustedExecute(SafeExecute):
     """SafeExecute whose test cells are judged by the judge (this process), never run by the student's kernel."""
 
     def preprocess(self, nb, resources=None, km=None):
-        from ..harness.cuda import prepare_children
+        from ..harness.children import prepare_children
         found, cases = child_checks(nb)
         if found:
             prepare_children(cases)  # their GPU contexts are made while the notebook's first cells run

@@ -117,7 +117,7 @@ def serve(path, profiler=False):
     """The warm process: imports what the processes it forks need, then forks one per stub that connects to path."""
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")  # as ipykernel would set it
     import importlib
-    from course.harness.cuda import PROFILER_IMPORTS  # in PRELOAD too; on a GPU, once here, not per check server
+    from course.harness.children import PROFILER_IMPORTS  # in PRELOAD too; on a GPU, once here, not per check server
     for name in PRELOAD + (PROFILER_IMPORTS if profiler else ()):
         try:
             importlib.import_module(name)

@@ -5,60 +5,14 @@ from a warm process (forkserver.py) or, under compute-sanitizer, started as `pyt
 """
 import json
 import os
-import re
 import sys
 import tempfile
-from dataclasses import dataclass, field
-from typing import Optional
 
 import torch
 
 from course.harness import trace, wire
-from course.harness.wire import Plain
-
-
-@dataclass
-class Job:
-    """One check's work for the child: which function of which module, on which inputs, how (wire.py: its fields and
-    their types are the schema it is read against)."""
-    module: str                  # the compiled module's file
-    func: str
-    inputs: list[tuple]          # one tuple of arguments per call
-    fills: list[tuple[int, int]]  # (bytes, byte) per call: the output's memory holds byte before the kernel runs
-    mode: str                    # run, memory, race or integrity
-    cpu: bool                    # CPU mode: course/harness/memory.cpp stands in for the GPU's memory
-    memory_module: Optional[str] = None  # that allocator, built
-    exercise: Optional[tuple[str, str]] = None  # (topic module, exercise name): how the judge finds the Exercise
-    wheres: Optional[list[str]] = None  # how messages name each input
-    needs_shared: bool = False   # integrity: the kernel must use shared memory (the tiled exercises)
-    memory_hint: Optional[str] = None  # what to say when the memory check finds an access outside a tensor
-    timing: Optional[tuple[int, int]] = None  # mode "time": (warm-up calls, timed calls) for course.timing.cuda_time
-    element: Optional[int] = None  # mode "origin": the wrong output element whose origin harness/origin.py looks for
-    loader: Optional[str] = None  # "module:function" giving (job) -> the function to call; None: import the compiled module
-    verdict: str = "course.harness.cuda:verdict"  # "module:function" that judges (job, Result), in child.judge
-    task: str = "run"            # the child's function that runs the job: run, or speed (harness/speed.py)
-    speed: Optional[dict] = None  # mode "speed": the rung, the contenders timed, the stopping rule
-
-
-@dataclass
-class Run:
-    """What one call returned (on the CPU) and what it did."""
-    value: Plain
-    device: Optional[str] = None
-    contiguous: Optional[bool] = None
-    input_changed: bool = False
-    again: Plain = None          # integrity and race: the output of a second run on the same input
-    events: list[tuple[str, str]] = field(default_factory=list)  # integrity: (kind, name) of what the profiler saw
-
-
-@dataclass
-class Result:
-    """Every call's Run, or the error the function raised."""
-    error: Optional[str] = None
-    runs: list[Run] = field(default_factory=list)
-
-
-VERDICTS = re.compile(r"course\.harness\.\w+:verdict")  # the judges a Job may name
+from course.harness.tasks import named, task
+from course.harness.wire import Job, Result, Run
 
 
 def _prefill(nbytes, byte, dev):
@@ -83,21 +37,17 @@ def _describe(y):
                contiguous=all(t.is_contiguous() for t in tensors))
 
 
-def preload():
-    """Imports what judging needs (the checks' machinery, every topic): each judge forked afterwards starts with it."""
+def warm():
+    """Imports what a spare's jobs load (the compiled-module loader, the rungs' loaders) before its job arrives."""
     import importlib
-    import pkgutil
-
-    import course.harness.cuda  # noqa: F401
-    import course.topics
-    for module in pkgutil.iter_modules(course.topics.__path__):
-        importlib.import_module(f"course.topics.{module.name}")
+    for module in ("course.toolchain.load", "course.harness.triton"):
+        importlib.import_module(module)
 
 
 def _launcher_own(event):
     """Whether a profiled operation ran inside a launch's range (the launcher's own work: Triton's interpreter copies;
     the course's own markers inside it, such as CPU mode's shared-memory use, are evidence and are kept)."""
-    from course.harness.integrity import LAUNCHES
+    from course.harness.wire import LAUNCHES
     parent = event.cpu_parent
     while parent is not None:
         if parent.name.startswith(LAUNCHES):
@@ -138,8 +88,7 @@ def run(job_path, result_path):
     result = Result()
     try:
         from course.toolchain.load import import_compiled
-        from course.harness.rungs import imported
-        fn = imported(job.loader)(job) if job.loader else getattr(import_compiled(job.module), job.func)
+        fn = named(job.loader)(job) if job.loader else getattr(import_compiled(job.module), job.func)
         trace.mark("run loaded", key)
         memory = None
         if job.cpu:  # from here on, CPU tensors behave like GPU memory (course/harness/memory.cpp)
@@ -186,7 +135,7 @@ def wait(folder, owner, kept=""):
     from course.harness.spare import UNUSED, in_sandbox, job_done, wait_for_job
 
     def life():
-        preload()
+        warm()
         if torch.cuda.is_available():
             torch.zeros(1, device="cuda")
             torch.cuda.synchronize()
@@ -195,7 +144,7 @@ def wait(folder, owner, kept=""):
             if job is None:
                 sys.exit(UNUSED)
             if not kept:
-                globals()[job["task"]](*job["args"])
+                task(job["task"])(*job["args"])
                 return
             if not _kept_job(job):
                 return
@@ -215,7 +164,7 @@ def _kept_job(job):
     for fd in (1, 2):
         os.dup2(log, fd)
     try:
-        globals()[job["task"]](*job["args"])  # an error the function raised is in its result: the process is sound
+        task(job["task"])(*job["args"])  # an error the function raised is in its result: the process is sound
         if torch.cuda.is_available():
             torch.cuda.synchronize()  # raises after a sticky CUDA error (a bad access): the context is lost
             torch.ones(1, device="cuda")  # raises a launch's error left pending (cudaGetLastError), which the
@@ -234,55 +183,6 @@ def _kept_job(job):
     return clean
 
 
-def speed(job_path, result_path):
-    """A performance test's runs (course/harness/speed.py): the contenders timed in turn, every output checked."""
-    from course.harness.speed import measure
-    measure(job_path, result_path)
-
-
-def origin(job_path, result_path):
-    """Where a wrong element comes from (course/harness/origin.py): the facts, as JSON."""
-    from course.harness.origin import probe
-    probe(job_path, result_path)
-
-
-def judge(job_path, result_path, verdict_path, sha256=None):
-    """The judge's work, in a process that never loaded the student's module: the verdict on a run, as JSON. The job is
-    the check's own copy (sha256: of its bytes, as the check wrote them); the result is plain data (wire.py) that the
-    child reported, and what cannot be read fails the check."""
-    from course.harness.rungs import imported
-    trace.mark("judge started", trace.key_of(job_path))
-    job = wire.read(job_path, Job, sha256)  # the check's own: what cannot be read is the grader's fault
-    if not VERDICTS.fullmatch(job.verdict):
-        raise wire.Unreadable(f"the job names {job.verdict!r}, which is not one of the course's verdicts")
-    try:
-        if job.task == "speed":
-            from course.harness.speed import Timed
-            result = wire.read(result_path, Timed)
-        else:
-            result = wire.read(result_path, Result)
-    except wire.Unreadable as e:
-        outcome = {"passed": False, "message": unreadable(job.func, e)}
-    else:
-        try:
-            record = imported(job.verdict)(job, result)
-            outcome = {"passed": True, "record": record}  # what a verdict returns besides passing: a speed test's figures
-        except AssertionError as e:
-            outcome = {"passed": False, "message": str(e), "element": getattr(e, "element", None),
-                       "case": getattr(e, "case", 0)}
-    with open(verdict_path, "w") as f:
-        json.dump(outcome, f)
-    trace.mark("judge done", trace.key_of(job_path))
-
-
-def unreadable(func, error):
-    """The verdict on a child's report the judge cannot read as plain data: the check fails, saying why."""
-    return (f"{func}: the check could not read your function's results ({error}): the process that ran your function "
-            "reported something other than plain data (tensors, numbers, text), so nothing it reported counts.\nHint: "
-            "return the output tensor(s) and leave the check's machinery alone (code that patches torch.save, the "
-            "profiler or the course in the process running it is seen here).")
-
-
 def build(job_path, result_path):
     """Builds a check's cuda_src with load_cuda (the module is imported here, in the child): its file, or the
     compiler's errors, as JSON. The job carries the environment of the process that asked: the same build."""
@@ -297,8 +197,3 @@ def build(job_path, result_path):
         result = {"error": str(e)}
     with open(result_path, "w") as f:
         json.dump(result, f)
-
-
-if __name__ == "__main__":  # `python -m course.harness.child run|judge|build|wait|speed ARGS...`, e.g. under compute-sanitizer
-    import course.harness.child as child  # the classes are course.harness.child's, not __main__'s (wire.read's kind)
-    getattr(child, sys.argv[1])(*sys.argv[2:])

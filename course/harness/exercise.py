@@ -59,6 +59,13 @@ class Exercise:
         return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+def exercise_named(key):
+    """The Exercise a job names by (topic module, exercise name)."""
+    import importlib
+    topic, name = key
+    return next(v for v in vars(importlib.import_module(topic)).values() if isinstance(v, Exercise) and v.name == name)
+
+
 def require_case(case, names):
     """ValueError unless case is one of a check's case names, listing them."""
     if case not in names:

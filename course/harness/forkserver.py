@@ -2,8 +2,8 @@
 
 The server (`python -m course.harness.forkserver`) imports torch, the child's code and what judging needs,
 never touches the GPU, and forks one child per request; each child starts a session of its own, sends its
-output to its log file and runs child.run (the student's module), child.judge (the verdict, in a process
-that never loaded the student's module) or child.build (load_cuda on a check's source). The server reports
+output to its log file and runs a task (tasks.py): child.run (the student's module), judge.judge (the verdict, in
+a process that never loaded the student's module) or child.build (load_cuda on a check's source). The server reports
 each child's pid when it starts and its exit status when it ends (signals as negative numbers), one JSON
 line each, on stdout.
 
@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 
-SANDBOXED = ("run", "speed", "origin", "build")  # the tasks that load a student's module, launch function or source
+from course.harness.tasks import STUDENT as SANDBOXED  # the tasks that load a student's module, launch function or source
 
 
 def _enter(task, folder, args):
@@ -60,8 +60,8 @@ def _serve():
 
     import torch  # noqa: F401 (the point of the server: imported once)
 
-    from course.harness import child
-    child.preload()
+    from course.harness.tasks import named, task
+    named("course.harness.judge:preload")()  # what judging imports, once: each judge forked later starts with it
     sel = selectors.DefaultSelector()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -115,7 +115,7 @@ def _serve():
                         os.dup2(fd, 2)
                         if folder is not None:
                             _enter(req["task"], folder, args)
-                        getattr(child, req["task"])(*args)
+                        task(req["task"])(*args)
                         code = 0
                     except BaseException:
                         import traceback

@@ -28,9 +28,7 @@ ALLOWED_OPS = frozenset("aten::" + op for op in (
 # The kernels PyTorch launches for the allowed operations (zeros, fill_, contiguous copies).
 # fills and copies compute nothing; nor do the runtime's copies and sets (cudaMemcpy, cudaMemcpyToSymbol, cudaMemset)
 _ALLOWED_FOREIGN = re.compile(r"at::native::.*(Fill|fill|copy|Copy)|^Mem(cpy|set)\b")
-CPU_LAUNCH, CPU_SHARED = "cuda_cpu_launch::", "cuda_cpu_shared::"
-TRITON_LAUNCH = "triton_launch::"  # the profiler range around each launch of a student's @triton.jit kernel
-LAUNCHES = (CPU_LAUNCH, TRITON_LAUNCH)  # ranges named after the student's kernel: a launch of their own
+from .wire import CPU_LAUNCH, CPU_SHARED, LAUNCHES, TRITON_LAUNCH  # noqa: F401 (the ranges' names)
 
 
 def base_name(kernel):

@@ -127,7 +127,7 @@ def describe_cuda(facts, element):
 
 def cuda_facts(job, element, case):
     """The facts about a CUDA check's wrong element, from one more run of that input in a child; [] if it fails."""
-    from .cuda import TIMEOUT, in_child
+    from .children import TIMEOUT, in_child
     probe_job = dataclasses.replace(job, inputs=[job.inputs[case]], fills=[job.fills[case]],
                                     wheres=[job.wheres[case]], mode="origin", element=element)
     with tempfile.TemporaryDirectory(prefix="course-origin-") as tmp:
@@ -184,7 +184,8 @@ def probe(job_path, result_path):
     """The child's work for cuda_facts: the launch, the element after runs with two fills, and (CPU mode) the thread
     that should write it run alone with its index variables read. Saves them as JSON."""
     from course.toolchain.load import import_compiled
-    from .child import Job, _place, _prefill
+    from .child import _place, _prefill
+    from .wire import Job
     job = wire.read(job_path, Job)
     dev = "cpu" if job.cpu else "cuda"
     facts = {}
@@ -276,7 +277,7 @@ def _replay(kernel, call, args):
     """Runs the kernel for one thread on copies of args: (its int and dim3 locals at the end, [(arg, index) written],
     or an error's words)."""
     from ..ladder import CheckedTensor, dim3
-    from .python import time_limit
+    from .limit import time_limit
     writes = [[] for _ in args]
     copies = [_Recording(CheckedTensor(a.tensor.clone()), writes[k]) if isinstance(a, CheckedTensor) else a
               for k, a in enumerate(args)]

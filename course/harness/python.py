@@ -9,6 +9,7 @@ import time
 import torch
 
 from ..ladder import recording
+from .limit import TimedOut as _TimedOut, time_limit  # noqa: F401 (trusted.py's too)
 from . import contract
 from .evidence import python_words, runner_hint, timeout_hint
 from .exercise import element_of, fill_byte, unwritten, with_hint
@@ -16,29 +17,6 @@ from .origin import python_facts, with_facts
 from .rungs import PYTHON
 
 PYTHON_TIMEOUT = 60  # seconds: the slowest right answer takes a few seconds on the largest Python case
-
-
-class _TimedOut(BaseException):
-    """Raised inside a student's function when it runs past the check's time limit."""
-
-
-@contextlib.contextmanager
-def time_limit(seconds):
-    """Raises _TimedOut in the main thread after seconds (no limit elsewhere: signals reach the main thread only)."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGALRM"):
-        yield
-        return
-
-    def stop(signum, frame):
-        raise _TimedOut()
-
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _filled(make):

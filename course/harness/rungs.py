@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 import importlib
 from typing import Callable
 
-from . import integrity
 
 
 @dataclass(frozen=True)
@@ -170,7 +169,7 @@ TRITON_WORDS = {"lang": "triton", "launch": "launch it with kernel[grid](...)", 
 PYTHON = Rung("python", sizes="python", small=True, runner=imported("course.harness.python:check_python"),
               answer=FUNCTION, words=PYTHON_WORDS)
 CUDA = Rung("cuda", sizes="cuda", small=False, runner=imported("course.harness.cuda:check_cuda"), answer=SOURCE,
-            modes=("memory", "race", "integrity", "speed"), own_kernels=integrity.module_kernels,
+            modes=("memory", "race", "integrity", "speed"), own_kernels=imported("course.harness.integrity:module_kernels"),
             locate=imported("course.harness.cuda:locate"), words=CUDA_WORDS, children=True)
 TRITON = Rung("triton", sizes="triton", small=False, runner=imported("course.harness.triton:check_triton"),
               answer=TRITON_SOURCE, modes=("memory", "integrity", "speed"),

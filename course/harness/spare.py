@@ -42,7 +42,7 @@ UNUSED = 75  # a spare's exit status when it ended without a job (its owner gone
 
 
 class Spare:
-    """One child process started ahead: `prefix python -m course.harness.child wait FOLDER OWNER [kept]`."""
+    """One child process started ahead: `prefix python -m course.harness.tasks wait FOLDER OWNER [kept]`."""
 
     def __init__(self, prefix, env, kept=False):
         from course.grading.warmstub import command
@@ -51,8 +51,8 @@ class Spare:
         self.answer = None  # a kept spare's: the answer whose checks it runs
         self.log = os.path.join(self.folder, "output.txt")
         args = ["wait", self.io, str(self.owner)] + (["kept"] if kept else [])
-        cmd = command("course.harness.child", args, env) if kept else [*prefix, sys.executable, "-m",
-                                                                          "course.harness.child", *args]
+        cmd = command("course.harness.tasks", args, env) if kept else [*prefix, sys.executable, "-m",
+                                                                          "course.harness.tasks", *args]
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                                          start_new_session=True)

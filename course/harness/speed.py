@@ -47,7 +47,8 @@ import torch
 from ..device import cpu_mode, require_gpu
 from ..toolchain import build_root
 from ..toolchain.toolkit import kept
-from .exercise import Case, fill_byte, unwritten
+from .exercise import Case, exercise_named, fill_byte, unwritten
+from .wire import Timed
 
 WARMUP = 3          # untimed calls of each contender first: loading, the first launch, caches
 MIN_RUNS = 10       # timed calls of each contender, at least
@@ -156,8 +157,8 @@ def check_speed(exercise, rung, answer, **options):
 def timed(exercise, rung, answer):
     """What the speed test measures of an answer, without the checks it must pass first (benchmarks/speed.py times
     the lesson's kernels so): the verdict's record; AssertionError for a wrong output."""
-    from .cuda import TIMEOUT, memory_module, run_and_judge
-    from .child import Job
+    from .children import TIMEOUT, memory_module, run_and_judge
+    from .wire import Job
     spec, cpu = exercise.speed[rung.name], cpu_mode()
     path, func, loader = rung.locate(exercise, answer)
     ref_path, ref_func, ref_loader = rung.locate(exercise, spec.reference)
@@ -188,11 +189,11 @@ def _median(times):
 
 
 def verdict(job, result):
-    """Judges a speed test's runs (child.judge, where the student's module never ran): the figures and the share of
+    """Judges a speed test's runs (judge.judge, where the student's module never ran): the figures and the share of
     the points as a record, or AssertionError for a wrong output."""
-    from .cuda import KernelFailed, _exercise, crash_hint
+    from .children import KernelFailed, crash_hint
     from .rungs import RUNGS
-    exercise, func, words = _exercise(job.exercise), job.func, RUNGS[job.speed["rung"]].words
+    exercise, func, words = exercise_named(job.exercise), job.func, RUNGS[job.speed["rung"]].words
     if result.error:
         raise KernelFailed(f"running your function raised an error during the speed test:\n  {result.error}\n"
                            f"Hint: {crash_hint(result.error, words)}.")
@@ -230,20 +231,6 @@ def verdict(job, result):
 
 
 # ---- the child's side: the timing itself ------------------------------------------------------------------------
-
-@dataclass
-class Timed:
-    """A speed test's child's report: each contender's times, or the first wrong output, or the error raised."""
-    times: dict = field(default_factory=dict)
-    wrong: dict = None
-    error: str = None
-    settled: bool = False
-    stopped: str = None
-    where: str = ""
-    clock: str = ""
-    gpu: dict = field(default_factory=dict)
-    lock_wait_s: float = 0.0
-
 
 class _Wrong(Exception):
     """A contender's output was wrong: what the judge needs to say how."""
@@ -292,7 +279,7 @@ def gpu_facts():
 
 
 def _load(contender, job):
-    from .rungs import imported
+    from .tasks import named as imported
     from ..toolchain.load import import_compiled
     if contender.get("call"):
         return imported(contender["call"])
@@ -321,17 +308,17 @@ def _cycles(ms, event, sleep):
 
 
 def measure(job_path, result_path):
-    """The child's work (child.speed): warms up and times every contender in turn, each call checked; saves Timed."""
+    """The child's work (child.speed): warms up and times every contender in turn, each call checked; saves Timed (task "speed", tasks.py)."""
     from . import wire
-    from .child import Job, _prefill
-    from .cuda import _exercise
+    from .child import _prefill
+    from .wire import Job
     job = wire.read(job_path, Job)
     result = Timed()
     gpu = not job.cpu
     event, perf, synchronize, sleep = (torch.cuda.Event, time.perf_counter, torch.cuda.synchronize,
                                        torch.cuda._sleep)  # bound before any answer loads
     try:
-        exercise = _exercise(job.exercise)
+        exercise = exercise_named(job.exercise)
         spec = exercise.speed[job.speed["rung"]]
         dev, small = ("cpu", True) if job.cpu else ("cuda", False)
         result.where, result.clock = spec.where(small), "CUDA events" if gpu else "a wall clock (CPU mode, tests only)"

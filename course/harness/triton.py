@@ -58,7 +58,6 @@ from . import cuda
 from .child import Job
 from .evidence import triton_error_hint, triton_output_hint
 from .exercise import element_of, fill_byte, require_case, with_hint
-from ..isolation import IsolatedFunction
 from .integrity import TRITON_LAUNCH
 from .rungs import TRITON
 
@@ -484,25 +483,6 @@ def _say_where_debug_calls_go(source):
         shown = ", ".join(dict.fromkeys(f"`{call}` in {kernel}" for kernel, call, _ in calls))
         print(f"(checks run {shown} in a process of their own, which shows nothing: call {source.name}(...) in a cell "
               "to see a print, or stop at a breakpoint() (CPU mode); isolated(...) shows a print too)")
-
-
-class IsolatedLaunch(IsolatedFunction):
-    """A Triton launch function called in a process of its own (course.isolated): its source goes there as a check
-    sends it, and a crash or an error it raised reads in Triton's words, the kernel's line with it."""
-
-    def __init__(self, fn):
-        source = source_of(fn)
-        self.source, self.path = source, written(source)
-        super().__init__(self.path, source.name, loader="course.harness.triton:load", words=TRITON.words)
-
-    def __call__(self, *args):
-        try:
-            return super().__call__(*args)
-        except cuda.KernelFailed as e:
-            if getattr(e, "output", None) is not None:
-                raise crashed(self.__name__, e, self.path) from None
-            said = explained(e, self.source.text)
-            raise (e if said is e else cuda.KernelFailed(str(said))) from None
 
 
 def check_triton(exercise, answer, case="photo", seed=None):

@@ -14,6 +14,8 @@ a value no schema allows {"opaque": type name} (read back as an empty object of 
 verdict can say what was returned); lists, strings, numbers, booleans and null are themselves.
 """
 import dataclasses
+from dataclasses import dataclass, field
+from typing import Optional
 import hashlib
 import io
 import json
@@ -280,3 +282,77 @@ def read(path, kind, sha256=None):
     if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
         raise Unreadable("the file is not the one the check wrote")
     return loads(data, kind)
+
+
+# The profiler ranges a child's events name a launch by (Run.events; integrity.py reads them)
+CPU_LAUNCH, CPU_SHARED = "cuda_cpu_launch::", "cuda_cpu_shared::"
+TRITON_LAUNCH = "triton_launch::"  # the range around each launch of a student's @triton.jit kernel
+LAUNCHES = (CPU_LAUNCH, TRITON_LAUNCH)  # ranges named after the student's kernel: a launch of their own
+
+
+# ---- the records a check's child reads (Job) and writes (Result): their fields and types are the schema ----------
+
+@dataclass
+class Job:
+    """One check's work for the child: which function of which module, on which inputs, how (wire.py: its fields and
+    their types are the schema it is read against)."""
+    module: str                  # the compiled module's file
+    func: str
+    inputs: list[tuple]          # one tuple of arguments per call
+    fills: list[tuple[int, int]]  # (bytes, byte) per call: the output's memory holds byte before the kernel runs
+    mode: str                    # run, memory, race or integrity
+    cpu: bool                    # CPU mode: course/harness/memory.cpp stands in for the GPU's memory
+    memory_module: Optional[str] = None  # that allocator, built
+    exercise: Optional[tuple[str, str]] = None  # (topic module, exercise name): how the judge finds the Exercise
+    wheres: Optional[list[str]] = None  # how messages name each input
+    needs_shared: bool = False   # integrity: the kernel must use shared memory (the tiled exercises)
+    memory_hint: Optional[str] = None  # what to say when the memory check finds an access outside a tensor
+    timing: Optional[tuple[int, int]] = None  # mode "time": (warm-up calls, timed calls) for course.timing.cuda_time
+    element: Optional[int] = None  # mode "origin": the wrong output element whose origin harness/origin.py looks for
+    loader: Optional[str] = None  # "module:function" giving (job) -> the function to call; None: import the compiled module
+    verdict: str = "course.harness.cuda:verdict"  # "module:function" that judges (job, Result), in judge.judge
+    task: str = "run"            # the child's function that runs the job: run, or speed (harness/speed.py)
+    speed: Optional[dict] = None  # mode "speed": the rung, the contenders timed, the stopping rule
+
+
+@dataclass
+class Run:
+    """What one call returned (on the CPU) and what it did."""
+    value: Plain
+    device: Optional[str] = None
+    contiguous: Optional[bool] = None
+    input_changed: bool = False
+    again: Plain = None          # integrity and race: the output of a second run on the same input
+    events: list[tuple[str, str]] = field(default_factory=list)  # integrity: (kind, name) of what the profiler saw
+
+
+@dataclass
+class Result:
+    """Every call's Run, or the error the function raised."""
+    error: Optional[str] = None
+    runs: list[Run] = field(default_factory=list)
+
+
+VERDICTS = re.compile(r"course\.harness\.\w+:verdict")  # the judges a Job may name
+
+
+def unreadable(func, error):
+    """The verdict on a child's report the judge cannot read as plain data: the check fails, saying why."""
+    return (f"{func}: the check could not read your function's results ({error}): the process that ran your function "
+            "reported something other than plain data (tensors, numbers, text), so nothing it reported counts.\nHint: "
+            "return the output tensor(s) and leave the check's machinery alone (code that patches torch.save, the "
+            "profiler or the course in the process running it is seen here).")
+
+
+@dataclass
+class Timed:
+    """A speed test's child's report: each contender's times, or the first wrong output, or the error raised."""
+    times: dict = field(default_factory=dict)
+    wrong: dict = None
+    error: str = None
+    settled: bool = False
+    stopped: str = None
+    where: str = ""
+    clock: str = ""
+    gpu: dict = field(default_factory=dict)
+    lock_wait_s: float = 0.0
