@@ -510,7 +510,7 @@ def main(argv):
     readable = [os.getcwd()] + [opts[i + 1] for i, o in enumerate(opts) if o == "--read"]
     writable = [opts[i + 1] for i, o in enumerate(opts) if o == "--write"] + \
         [(opts[i + 1], SOCKETS) for i, o in enumerate(opts) if o == "--sockets"]
-    memory = DATA if os.environ.get("COURSE_CPU_MODE") == "1" or not _has_gpu() else None
+    memory = memory_limit()
     if command[:1] != ["-m"]:
         raise SystemExit("usage: python -m course.sandbox FOLDER [--read P] [--write P] -- -m MODULE ARGS...")
     module, args = command[1], command[2:]
@@ -525,8 +525,11 @@ def main(argv):
     supervise(folder, readable, writable, run, cpu_seconds=KERNEL_CPU, memory=memory)
 
 
-def _has_gpu():
-    return any(Path("/dev").glob("nvidia[0-9]*"))
+def memory_limit():
+    """The memory limit of a sandboxed process: DATA in CPU mode, none on a GPU (CUDA's reservations). Read without
+    torch: asking torch for the GPU initializes CUDA's driver, after which no forked child can use CUDA."""
+    cpu = os.environ.get("COURSE_CPU_MODE", "").strip() == "1" or not any(Path("/dev").glob("nvidia[0-9]*"))
+    return DATA if cpu else None
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ the lines that nbgrader, Jupyter or a kernel happen to log.
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -108,8 +110,9 @@ def autograde_outcome(course, assignment, students, provoked):
     return problems
 
 
-def autograded_course(tmp_path_factory, assignment, expected_students, provoked):
-    """A course folder with the assignment released, the example and tamper submissions written and autograded."""
+def autograded_course(tmp_path_factory, assignment, expected_students, provoked, course_grade=False):
+    """A course folder with the assignment released, the example and tamper submissions written and autograded: by
+    `course grade` (course_grade: its workers, compiling ahead, sandboxes and ledger), else by nbgrader autograde."""
     course = tmp_path_factory.mktemp(assignment)
     for name in ("source", "examples"):
         shutil.copytree(ROOT / name, course / name)
@@ -120,19 +123,27 @@ def autograded_course(tmp_path_factory, assignment, expected_students, provoked)
     if (ROOT / "tests" / "tamper" / assignment).is_dir():
         students += write_submissions(ROOT / "tests" / "tamper", course / "release", course / "submitted", assignment)
     assert sorted(students) == sorted(expected_students)
-    # kernels forked from a warm process, as `course grade` starts them (torch imported once, not per notebook);
-    # test_cli compares a student's grades and messages with those of kernels started cold
-    kernels = WarmKernels()
-    try:
-        assert kernels.wait_ready()
-        proc = nbgrader("autograde", assignment, "--create", "--force", *nbgrader_args(), cwd=course,
-                        env=kernels.env())
-    finally:
-        kernels.close()
-    assert proc.returncode == 0, proc.stderr
+    if course_grade:  # every student graded and recorded, or the command exits 1 naming who was not
+        proc = subprocess.run([sys.executable, "-m", "course", "grade", assignment], cwd=course,
+                              capture_output=True, text=True)
+        logs = "".join(p.read_text(errors="replace")
+                       for p in (course / "autograded" / ".course" / assignment / "logs").glob("*.log"))
+        assert proc.returncode == 0, proc.stderr[-5000:] + logs[-5000:]
+    else:
+        # kernels forked from a warm process, as `course grade` starts them (torch imported once, not per notebook);
+        # test_cli compares a student's grades and messages with those of kernels started cold
+        kernels = WarmKernels()
+        try:
+            assert kernels.wait_ready()
+            proc = nbgrader("autograde", assignment, "--create", "--force", *nbgrader_args(), cwd=course,
+                            env=kernels.env())
+        finally:
+            kernels.close()
+        assert proc.returncode == 0, proc.stderr
+        logs = proc.stderr
     problems = autograde_outcome(course, assignment, students, provoked)
-    assert not problems, "\n".join(problems) + "\n" + proc.stderr[-5000:]
-    assert "has changed" not in proc.stderr, "a released hidden-test cell must not read as edited"
+    assert not problems, "\n".join(problems) + "\n" + logs[-5000:]
+    assert "has changed" not in logs, "a released hidden-test cell must not read as edited"
     if REPORT:
         REPORT.mkdir(parents=True, exist_ok=True)
         table = grade_table(f"sqlite:///{course / 'gradebook.db'}", assignment, course / "release")
@@ -142,7 +153,8 @@ def autograded_course(tmp_path_factory, assignment, expected_students, provoked)
 
 @pytest.fixture(scope="session")  # a module's fixture is torn down whenever xdist runs another module's test in between
 def graded(tmp_path_factory):
-    return autograded_course(tmp_path_factory, "grayscale", STUDENTS, PROVOKED)
+    # the class with the attacks on the grading (tests/tamper/grayscale/) is graded as an instructor grades it
+    return autograded_course(tmp_path_factory, "grayscale", STUDENTS, PROVOKED, course_grade=True)
 
 
 def outputs(course, student, notebook, grade_id):

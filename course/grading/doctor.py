@@ -89,12 +89,16 @@ def check_triton(r, run_kernel=True):
         r.ok(f"triton {triton.__version__}" + (f" (torch asks for {pin})" if pin else ""))
     if not run_kernel:
         return
-    try:
-        proc = subprocess.run([sys.executable, "-c", _TINY_TRITON], capture_output=True, text=True, timeout=300,
-                              env=dict(os.environ, PYTHONWARNINGS="ignore"))
-    except subprocess.TimeoutExpired:
-        r.fail("a tiny Triton kernel took over 5 minutes", "check the machine's load")
-        return
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="course-doctor-") as tmp:  # Triton's compiler reads a kernel's source file
+        script = Path(tmp) / "tiny_triton.py"
+        script.write_text(_TINY_TRITON)
+        try:
+            proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                                  env=dict(os.environ, PYTHONWARNINGS="ignore"))
+        except subprocess.TimeoutExpired:
+            r.fail("a tiny Triton kernel took over 5 minutes", "check the machine's load")
+            return
     if proc.returncode == 0:
         r.ok(f"a tiny Triton kernel {(proc.stdout.strip().splitlines() or [''])[-1]}")
     else:

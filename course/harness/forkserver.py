@@ -26,8 +26,7 @@ def _enter(task, folder, args):
     """In the forked child: enters the sandbox a task's child runs in. A build compiles with the build folder
     writable (no student code runs in the compiler) and narrows to its own folder before it imports the module."""
     from course import sandbox
-    from course.device import cpu_mode
-    memory = sandbox.DATA if cpu_mode() else None
+    memory = sandbox.memory_limit()
     home, io = folder / "home", folder / "io"
     if task == "speed":  # the lock that times one student at a time on a GPU (speed.gpu_lock): the grader's, shared
         from course.toolchain import build_root
