@@ -211,6 +211,10 @@ def enter(scratch, readable=(), writable=(), cpu_seconds=CPU, memory=None):
     network socket, signals nothing outside, and, where it runs as root, becomes a user of its own with its limits.
     Calling it again narrows further. Returns the layers it set (layers() names them all)."""
     from course.toolchain.toolkit import SHARED, build_root
+    try:  # a Landlock rule needs its folder: the grader's build folder is made while this process still may
+        build_root().mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
     readable = [*readable_paths(), *readable]
     set_ = []
     scratch = os.path.realpath(scratch)
@@ -398,9 +402,13 @@ def copy_out(src, dst, limit=FSIZE):
 
 
 def wanted():
-    """Whether checks and kernels run sandboxed: unless COURSE_SANDBOX=0 (for a host where a layer breaks grading;
-    `course grade` records it)."""
-    return os.environ.get("COURSE_SANDBOX", "1") != "0"
+    """Whether checks and kernels run sandboxed: COURSE_SANDBOX=1 or 0 says; unset, in CPU mode yes, on a GPU host not
+    yet (graded on the H200 with it, 2026-12-04, a right answer lost its CUDA and Triton points: grading must first be
+    shown right there). `course grade` records it."""
+    flag = os.environ.get("COURSE_SANDBOX", "").strip()
+    if flag in ("0", "1"):
+        return flag == "1"
+    return memory_limit() is not None  # CPU mode (read without torch)
 
 
 def _clear(path):

@@ -325,17 +325,17 @@ def test_grade_table_lists_every_exercise_and_a_total(graded):
 
 def test_an_edited_test_cell_is_reported_and_restored(graded, tmp_path):
     course = shutil.copytree(graded, tmp_path / "course")
-    folder = course / "submitted" / "trudy" / "grayscale"
+    folder = course / "submitted" / "walter" / "grayscale"
     folder.mkdir(parents=True)
     nb = nbformat.read(course / "submitted" / "alice" / "grayscale" / f"{L0}.ipynb", as_version=4)
     tiny = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "rgb2grey_py_tiny")
     tiny.source = "pass  # the test, deleted"
     nbformat.write(nb, folder / f"{L0}.ipynb")
-    proc = nbgrader("autograde", "grayscale", "--create", "--student", "trudy", "--notebook", L0, cwd=course)
+    proc = nbgrader("autograde", "grayscale", "--create", "--student", "walter", "--notebook", L0, cwd=course)
     assert proc.returncode == 0, proc.stderr
     changed = [line for line in proc.stderr.splitlines() if "has changed" in line]
     assert len(changed) == 1 and "rgb2grey_py_tiny" in changed[0], proc.stderr
-    assert "rgb2grey_py: tiny passed" in outputs(course, "trudy", L0, "rgb2grey_py_tiny")
+    assert "rgb2grey_py: tiny passed" in outputs(course, "walter", L0, "rgb2grey_py_tiny")
 
 
 # ---- matmul: the example students (examples/matmul/README.md explains each mistake)

@@ -296,3 +296,21 @@ def test_a_grading_run_ends_every_sandbox_it_made_however_it_was_stopped(tmp_pat
     while sandbox.processes_of(uid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not sandbox.processes_of(uid) and not list(sandbox.base().iterdir())
+
+
+def test_a_fresh_build_folder_is_made_before_the_sandbox_is_entered(tmp_path, monkeypatch):
+    # on a new grading host the build folder does not exist yet: a sandboxed build could not make it (seen on the
+    # H200: every CUDA check's build failed with "Permission denied" on COURSE_BUILD_DIR)
+    import os
+    from course import sandbox
+    fresh = tmp_path / "builds"
+    monkeypatch.setenv("COURSE_BUILD_DIR", str(fresh))
+    pid = os.fork()
+    if pid == 0:
+        try:
+            sandbox.enter(tmp_path / "home")
+            os._exit(0)
+        except BaseException:  # noqa: B902
+            os._exit(1)
+    assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+    assert fresh.is_dir()
