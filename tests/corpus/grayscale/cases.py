@@ -102,10 +102,6 @@ CASES = {
     "cuda_missing_guard": Case(
         "rgb_to_grayscale_cuda", "no `if (i < n)` guard: the idle threads of the last block read and write past the tensors; the pixels are still right",
         {"memory": OOB}),
-    "cuda_red_read_before_guard": Case(
-        "rgb_to_grayscale_cuda", "reads x[i] before the guard: past x (3n bytes) only where a block has more threads than"
-        " 3n, the 1x1 image of the memory check's smallest sizes; every pixel is right",
-        {"memory": OOB}),
     "cuda_guard_off_by_one": Case(
         "rgb_to_grayscale_cuda", "guard `i <= n`: thread n reads x[3n] and writes out[n], one byte past each (every ragged size has a thread n)",
         {"memory": OOB}),
