@@ -45,6 +45,7 @@ FSIZE = 2 << 30  # bytes one file may grow to
 CPU = 1800  # processor seconds of one process
 KERNEL_CPU = 3600  # processor seconds of a notebook's kernel: every cell of the notebook
 DATA = 16 << 30  # bytes of memory one process may allocate, in CPU mode
+INSIDE = "COURSE_IN_SANDBOX"  # set in a sandboxed process's environment: its children inherit its sandbox
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -217,6 +218,7 @@ def enter(scratch, readable=(), writable=(), cpu_seconds=CPU, memory=None):
         pass
     readable = [*readable_paths(), *readable]
     set_ = []
+    os.environ[INSIDE] = "1"
     scratch = os.path.realpath(scratch)
     # the grader's build folder is read through; what the process builds goes into its own (toolkit.kept)
     os.environ[SHARED] = os.environ.get(SHARED) or str(build_root())
@@ -405,6 +407,8 @@ def wanted():
     """Whether checks and kernels run sandboxed: COURSE_SANDBOX=1 or 0 says; unset, in CPU mode yes, on a GPU host not
     yet (graded on the H200 with it, 2026-12-04, a right answer lost its CUDA and Triton points: grading must first be
     shown right there). `course grade` records it."""
+    if os.environ.get(INSIDE) == "1":
+        return False  # already inside one (the notebook's kernel): its children stay in it, which writes nowhere else
     flag = os.environ.get("COURSE_SANDBOX", "").strip()
     if flag in ("0", "1"):
         return flag == "1"
@@ -528,6 +532,9 @@ def main(argv):
         if module == "ipykernel_launcher" and "ipykernel" in sys.modules and os.environ.get("JPY_PARENT_PID"):
             # forked warm (course/grading/warm.py): ipykernel read JPY_PARENT_PID before the fork; give it this one's
             args.append(f"--IPKernelApp.parent_handle={os.environ['JPY_PARENT_PID']}")
+        if module == "ipykernel_launcher":  # its pipe for forked processes' output is TCP, which the sandbox refuses
+            import warnings
+            warnings.filterwarnings("ignore", message="Couldn't bind IOPub Pipe")
         sys.argv = [module, *args]
         runpy.run_module(module, run_name="__main__", alter_sys=True)
     supervise(folder, readable, writable, run, cpu_seconds=KERNEL_CPU, memory=memory)

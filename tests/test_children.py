@@ -130,3 +130,16 @@ def test_compute_sanitizers_report_is_read_even_when_a_long_crash_report_follows
     with pytest.raises(cuda.OutOfBounds, match="5 errors; the first: Invalid __global__ read of size 1 bytes"):
         cuda._sanitizer_verdict("memory", cuda.SANITIZER_EXIT, cuda._sanitizer_lines(log))
     cuda._sanitizer_verdict("memory", cuda.SANITIZER_EXIT, cuda._tail(log))  # the tail alone finds nothing
+
+
+def test_the_server_children_are_forked_from_has_the_environment_of_the_call(tmp_path, monkeypatch):
+    # A test module points COURSE_BUILD_DIR at a folder of its own after another started the server: a sandboxed child
+    # of the old server read the old folder only, and could not open the module just built ("Permission denied").
+    from course.harness import children
+    (tmp_path / "marker.py").write_text(f"import os\nopen({str(tmp_path / 'dirs')!r}, 'a')"
+                                        ".write(os.environ['COURSE_BUILD_DIR'] + '\\n')\n")
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}:{os.environ.get('PYTHONPATH', '')}")
+    for folder in ("first", "second", "second"):
+        monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path / folder))
+        assert children.in_child("warm", [], tmp_path / "log.txt", 120, imports=["marker"]) == 0
+    assert (tmp_path / "dirs").read_text().split() == [str(tmp_path / "first"), str(tmp_path / "second")]

@@ -14,6 +14,8 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from course import sandbox
 
+ROOT = Path(__file__).resolve().parent.parent
+
 LAYERS = sandbox.layers()
 needs = {name: pytest.mark.skipif(not LAYERS[name], reason=f"this host lacks the sandbox's {name} layer")
          for name in sandbox.LAYERS}
@@ -253,6 +255,10 @@ GREY = ("import torch\n"
         "    return (0.2989*x[0] + 0.5870*x[1] + 0.1140*x[2]).to(torch.uint8)\n")
 
 
+TRITON = ("import triton\nimport triton.language as tl\nfrom course.topics.grayscale import check_rgb2grey_triton\n" +
+          (ROOT / "examples" / "grayscale" / "alice" / "rgb2grey_triton.py").read_text())
+
+
 @needs["files"]
 def test_the_kernel_is_judged_from_its_sandbox_and_reads_nothing_of_the_graders(tmp_path):
     from course.grading.autograde import SandboxedKernelManager
@@ -271,11 +277,14 @@ def test_the_kernel_is_judged_from_its_sandbox_and_reads_nothing_of_the_graders(
               f"    except PermissionError:\n"
               f"        tried.append('refused')\n"
               f"print(tried)\n")
-    nb = _graded_notebook(GREY + attack, ('check_rgb2grey(rgb2grey_py, "tiny")', "right"))
+    # the student's own check, in the kernel: its children stay in the kernel's sandbox (none can be made inside)
+    nb = _graded_notebook(GREY + attack, TRITON + 'check_rgb2grey_triton(rgb2grey_triton, "ragged")',
+                          ('check_rgb2grey(rgb2grey_py, "tiny")', "right"))
     nb = TrustedExecute(kernel_manager_class=SandboxedKernelManager).preprocess(
         nb, {"metadata": {"path": str(notebook)}})[0]
     assert nb.cells[0].outputs[-1]["text"] == "['refused', \"the notebook's data\", 'refused', 'refused']\n"
-    assert nb.cells[1].outputs == [{"output_type": "stream", "name": "stdout", "text": "rgb2grey_py: tiny passed\n"}]
+    assert nb.cells[1].outputs == [{"output_type": "stream", "name": "stdout", "text": "rgb2grey_triton: ragged passed\n"}]
+    assert nb.cells[2].outputs == [{"output_type": "stream", "name": "stdout", "text": "rgb2grey_py: tiny passed\n"}]
     assert not (tmp_path / "mine").exists()
 
 

@@ -161,8 +161,11 @@ def _in_child(task, args, log, timeout, sanitizer, env, imports, answer):
             from .forkserver import Server
             global _server
             with _server_lock:
+                env_now = _child_env()
+                if _server is not None and _server.alive() and _server.env != env_now:
+                    _server.close()  # its children would read the build folder and caches of another environment
                 if _server is None or not _server.alive():
-                    _server = Server(env=_child_env())
+                    _server = Server(env=env_now)
                 server = _server
             return server.run(task, args, log, timeout, imports)
         except OSError as e:  # no warm server to be had: a judge runs in a fresh interpreter, slower

@@ -132,6 +132,7 @@ class Server:
 
     def __init__(self, env=None):
         from course.grading.warmstub import command  # during `course grade`, forked from its warm process too
+        self.env = env
         self.proc = subprocess.Popen(command("course.harness.forkserver", [], env), stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self.lock, self.done = threading.Lock(), threading.Condition()
