@@ -8,7 +8,6 @@ from typing import NamedTuple
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
 MAX_THREADS_PER_BLOCK = 1024
 FEW = 16  # elements: one thread's arithmetic is on single values (a pixel's three channels); more is vectorised work
@@ -173,13 +172,28 @@ class _Computes(TorchDispatchMode):
         self.ops = ops
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if not func.is_view:
-            seen = (args[1:], kwargs) if func.overloadpacket.__name__ in _PICKS else (args, kwargs, out)
-            n = max((t.numel() for t in tree_leaves(seen) if isinstance(t, torch.Tensor)), default=0)
+        out = func(*args, **kwargs) if kwargs else func(*args)
+        if not func.is_view:  # runs for every scalar operation of every thread run alone: kept short
+            name = func.overloadpacket.__name__
+            n = _most(args[1:] if name in _PICKS else args)
+            if name not in _PICKS:
+                n = max(n, _most((out,)))
+            if kwargs:
+                n = max(n, _most(kwargs.values()))
             if n > FEW:
-                self.ops.append([func.overloadpacket.__name__, n])
+                self.ops.append([name, n])
         return out
+
+
+def _most(items):
+    """The most elements of a tensor among items (and the lists and tuples in them)."""
+    n = 0
+    for t in items:
+        if isinstance(t, torch.Tensor):
+            n = max(n, t.numel())
+        elif isinstance(t, (list, tuple)):
+            n = max(n, _most(t))
+    return n
 
 
 class _Watch:
@@ -193,17 +207,17 @@ class _Watch:
         """Watches the thread that enters it (PyTorch's modes and Python's profiler are per thread)."""
         refs = self.refs
 
-        def profile(frame, event, arg):
-            if event == "call" and frame.f_code.co_filename.startswith(_TOPICS):
+        def called(frame, event, arg):  # a trace function sees Python calls only (a profiler, every C call too)
+            if frame.f_code.co_filename.startswith(_TOPICS):
                 refs.append(frame.f_code.co_name)
 
-        previous = sys.getprofile()
-        sys.setprofile(profile)
+        previous = sys.gettrace()
+        sys.settrace(called)
         try:
             with _Computes(self.ops):
                 yield
         finally:
-            sys.setprofile(previous)
+            sys.settrace(previous)
 
 
 class _Watched(CheckedTensor):

@@ -40,7 +40,8 @@ import time
 from pathlib import Path
 
 UID_BASE = 1 << 30  # sandboxed processes' users: UID_BASE + pid, unused by any account
-NPROC = 256  # processes and threads of one sandbox's user (torch's thread pools, the kernel's, a build's compilers)
+NPROC = 2048  # processes and threads of one sandbox's user: a block of blk_kernel2d_shar is up to 1,024 Python threads, besides
+# torch's thread pools, the kernel's and a build's compilers (256 failed a right tiled answer)
 FSIZE = 2 << 30  # bytes one file may grow to
 CPU = 1800  # processor seconds of one process
 KERNEL_CPU = 3600  # processor seconds of a notebook's kernel: every cell of the notebook

@@ -162,6 +162,22 @@ def _alive(pid):
 
 
 @needs["user"]
+def test_a_block_of_the_largest_size_runs_in_a_sandbox():
+    # blk_kernel2d_shar runs a Python thread per CUDA thread: 16x16 tiles (256 threads, the kernel's own threads
+    # besides) met RLIMIT_NPROC when it was 256, and every tiled test of a right answer raised "can't start new thread"
+    def attempt():
+        import torch
+        from course.ladder import blk_kernel2d_shar, dim3
+
+        def kernel(blockidx, threadidx, blockdim, shared, syncthreads, out):
+            out[threadidx.y * blockdim.x + threadidx.x] = 1
+        out = torch.zeros(1024)
+        blk_kernel2d_shar(kernel, dim3(1, 1), dim3(32, 32), 1, out)
+        return int(out.sum())
+    assert in_sandbox(attempt)[0] == 1024
+
+
+@needs["user"]
 def test_a_fork_bomb_is_bounded_and_killed_when_its_sandbox_ends():
     def attempt():
         children = 0

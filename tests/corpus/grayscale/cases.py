@@ -124,9 +124,9 @@ CASES = {
         "rgb_to_grayscale_cuda", "2D grid that reads x at row*w + col but writes out[col*h + row]: right only for one-row or one-column images, so 3x3001 fails tall_and_wide",
         cu(PIXELS, but=("tiny",))),
     "cuda_floor_blocks": Case(
-        "rgb_to_grayscale_cuda", "n / threads blocks instead of cdiv: the last n % 256 pixels get no thread; 1x1 and seed 7351's 62x1 launch 0 blocks;"
+        "rgb_to_grayscale_cuda", "n / threads blocks instead of cdiv: the last n % 256 pixels get no thread; 1x1 and seed 7351's 62x1 launch 0 blocks (the memory check runs 1x1 too);"
         " the photo (1,200 x 256) passes",
-        cu(NEVER, but=("photo",), tiny="impossible grid", hidden_sizes="impossible grid", memory=PIXELS, integrity=PIXELS)),
+        cu(NEVER, but=("photo",), tiny="impossible grid", hidden_sizes="impossible grid", memory=RAISED, integrity=PIXELS)),
     "cuda_floor_blocks_no_launch_check": Case(
         "rgb_to_grayscale_cuda", "n / threads blocks and no C10_CUDA_KERNEL_LAUNCH_CHECK: the 0-block launches (1x1, seed 7351's 62x1) fail silently,"
         " so their pixels are never written",
