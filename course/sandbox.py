@@ -305,11 +305,12 @@ MISSING = {
 def layers():
     """{layer: whether a sandboxed process gets it on this host}, found by entering a sandbox in a child."""
     r, w = os.pipe()
+    folder = tempfile.mkdtemp(prefix="course-sandbox-probe-")
     pid = os.fork()
     if pid == 0:
         os.close(r)
         try:
-            got = enter(tempfile.mkdtemp(prefix="course-sandbox-probe-"))
+            got = enter(folder)
         except Exception:  # noqa: B902 (whatever failed: the layers it set are none)
             got = []
         os.write(w, " ".join(got).encode())
@@ -318,6 +319,7 @@ def layers():
     with os.fdopen(r) as f:
         got = f.read().split()
     os.waitpid(pid, 0)
+    shutil.rmtree(folder, ignore_errors=True)
     return {name: name in got for name in LAYERS}
 
 

@@ -4,6 +4,7 @@ import errno
 import json
 import os
 import signal
+import tempfile
 import socket
 import time
 import traceback
@@ -339,3 +340,10 @@ def test_a_fresh_build_folder_is_made_before_the_sandbox_is_entered(tmp_path, mo
             os._exit(1)
     assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
     assert fresh.is_dir()
+
+
+def test_finding_the_layers_leaves_nothing_behind(tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    assert sandbox.layers() == LAYERS
+    assert list(tmp_path.iterdir()) == []  # a class graded often must not fill /tmp with probes
