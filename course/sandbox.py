@@ -21,8 +21,15 @@ and `course grade` records them). The layers, and why these:
   bounds a fork bomb, and every process it started can be found and killed by its uid (sweep()) when it ends,
   however it detached itself. Not root, the process keeps its user, and a fork bomb is bounded by nothing but
   the check's time limit.
+- a group of its own (cgroups, where the grader runs as root and the host lets it make one): the sandbox's processes
+  together get at most TASKS processes and threads (pids) and a quarter of the machine's memory (memory, page tables
+  included). RLIMIT_NPROC counts a user's processes, not what each costs: a fork bomb of 2,000 copies of a process
+  that had imported torch (620 MB each, shared until written, and 2.4 MB of page tables each in the kernel's report)
+  ran the 24 GB CI machine out of memory and its pytest worker past its time limit. The group bounds them together;
+  the kernel's OOM killer then picks inside it.
 - limits: processes and threads (RLIMIT_NPROC), file size (RLIMIT_FSIZE), processor seconds (RLIMIT_CPU), no core
-  files, and in CPU mode memory (RLIMIT_DATA: CUDA's large reservations break RLIMIT_AS, so no memory limit on a GPU).
+  files, and in CPU mode memory (RLIMIT_DATA: CUDA's large reservations break RLIMIT_AS, so no memory limit on a GPU;
+  the group's memory limit counts only what is written, so it holds on a GPU too).
 
 The grader's own processes (the judge, nbgrader's, the check server) stay outside; a process entered stays inside.
 """
@@ -46,6 +53,8 @@ FSIZE = 2 << 30  # bytes one file may grow to
 CPU = 1800  # processor seconds of one process
 KERNEL_CPU = 3600  # processor seconds of a notebook's kernel: every cell of the notebook
 DATA = 16 << 30  # bytes of memory one process may allocate, in CPU mode
+TASKS = NPROC  # processes and threads of one sandbox's group, all its users' together
+CGROUPS = "/sys/fs/cgroup"
 INSIDE = "COURSE_IN_SANDBOX"  # set in a sandboxed process's environment: its children inherit its sandbox
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -157,6 +166,77 @@ def _become(uid):
         _libc.prctl(47, 2, cap, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE
 
 
+# ---- a group of its own (cgroups v1 or v2) --------------------------------------------------------------------------
+
+def memory_bound():
+    """The memory one sandbox's processes may hold together: a quarter of the machine's, at least 2 GB."""
+    return max(2 << 30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4)
+
+
+def _own_groups():
+    """{controller: the folder of this process's group} for pids and memory, from /proc/self/cgroup and the mounts."""
+    found = {}
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        _, names, path = line.split(":", 2)
+        for name in ("pids", "memory"):
+            if name in names.split(","):  # v1: a hierarchy of its own
+                found[name] = os.path.join(CGROUPS, name, path.lstrip("/"))
+        if names == "":  # v2: one hierarchy, its controllers listed in each folder
+            for top in (CGROUPS, os.path.join(CGROUPS, "unified")):
+                folder = os.path.join(top, path.lstrip("/"))
+                try:
+                    offered = Path(folder, "cgroup.subtree_control").read_text().split()
+                except OSError:
+                    continue
+                for name in ("pids", "memory"):
+                    if name in offered:
+                        found.setdefault(name, folder)
+    return found
+
+
+def group_folders(uid):
+    """The folders of a sandbox's group (one per controller), named by its user."""
+    return [os.path.join(folder, f"course-sandbox-{uid}") for folder in _own_groups().values()]
+
+
+def _join_group(uid):
+    """Makes the sandbox's group, bounds it (TASKS, memory_bound()) and moves this process into it. Returns whether
+    both bounds hold: a controller the host does not offer, or will not let root write, leaves the layer out."""
+    limits = {"pids": ("pids.max", TASKS), "memory": ("memory.limit_in_bytes", memory_bound())}
+    groups, bounded = _own_groups(), set()
+    for name, parent in groups.items():
+        folder = os.path.join(parent, f"course-sandbox-{uid}")
+        files = [limits[name][0]]
+        if name == "memory" and not os.path.exists(os.path.join(parent, "memory.limit_in_bytes")):
+            files = ["memory.max"]  # v2
+        try:
+            os.makedirs(folder, exist_ok=True)
+            for f in files:
+                Path(folder, f).write_text(str(limits[name][1]))
+            Path(folder, "cgroup.procs").write_text(str(os.getpid()))
+            bounded.add(name)
+        except OSError:
+            continue
+    return bounded == set(limits)
+
+
+def _leave_groups(uid):
+    """Removes a sandbox's group folders once its processes are gone (an empty group is removed by rmdir)."""
+    for folder in group_folders(uid):
+        for _ in range(50):
+            try:
+                os.rmdir(folder)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:  # EBUSY: a process killed a moment ago is still leaving
+                time.sleep(0.01)
+
+
 # ---- the paths every sandboxed process reads ----------------------------------------------------------------------
 SYSTEM = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/run/nvidia-persistenced")
 
@@ -231,6 +311,8 @@ def enter(scratch, readable=(), writable=(), cpu_seconds=CPU, memory=None):
     if os.geteuid() == 0:
         uid = UID_BASE + os.getpid()
         os.chown(scratch, uid, uid)
+        if _join_group(uid):
+            set_.append("group")
         _become(uid)
         set_.append("user")
     point_caches(scratch)
@@ -284,6 +366,8 @@ LAYERS = {
     "signals": "Landlock ABI 6: no signal to a process outside the sandbox",
     "sockets": "seccomp: no socket but a Unix (or netlink) one",
     "user": "a user of its own: a fork bomb is bounded (RLIMIT_NPROC) and every process it started is killed after",
+    "group": f"cgroups: the sandbox's processes together hold at most {TASKS:,} processes and threads and a quarter "
+             "of the machine's memory",
     "limits": "limits on file size and processor time (and memory in CPU mode)",
 }
 
@@ -297,6 +381,9 @@ MISSING = {
                "(Landlock ABI 6)",
     "sockets": "student code can open network sockets (UDP, and TCP where Landlock's network layer is missing too); "
                "grading goes on",
+    "group": "a sandbox's processes are bounded one by one, not together: a fork bomb of large processes can take the "
+             "machine's memory (each copy's page tables) before RLIMIT_NPROC stops it; grading goes on. Fix: run as "
+             "root where /sys/fs/cgroup offers the pids and memory controllers (cgroups v1, or v2 with them delegated)",
     "user": "not run as root: sandboxed processes keep the grader's user, so a fork bomb is bounded only by the "
             "check's time limit, and a process that detached itself outlives its check; grading goes on",
 }
@@ -319,6 +406,8 @@ def layers():
     with os.fdopen(r) as f:
         got = f.read().split()
     os.waitpid(pid, 0)
+    if os.geteuid() == 0:
+        _leave_groups(UID_BASE + pid)
     shutil.rmtree(folder, ignore_errors=True)
     return {name: name in got for name in LAYERS}
 
@@ -459,8 +548,11 @@ def stage(args, io):
 
 
 def end(folder):
-    """After a sandbox's process ended: kills what it left running and removes its folder."""
-    sweep(user_of(folder))
+    """After a sandbox's process ended: kills what it left running and removes its folder and its group."""
+    uid = user_of(folder)
+    sweep(uid)
+    if uid is not None:
+        _leave_groups(uid)
     shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -510,7 +602,9 @@ def supervise(folder, readable, writable, run, cpu_seconds=CPU, memory=None):
             break
         except InterruptedError:
             continue
-    sweep(UID_BASE + pid if os.geteuid() == 0 else None)
+    if os.geteuid() == 0:
+        sweep(UID_BASE + pid)
+        _leave_groups(UID_BASE + pid)
     code = os.waitstatus_to_exitcode(status)
     os._exit(code if code >= 0 else 128 - code)
 

@@ -178,19 +178,32 @@ def test_a_block_of_the_largest_size_runs_in_a_sandbox():
     assert in_sandbox(attempt)[0] == 1024
 
 
+BOMB = """
+import os, sys, time
+children = 0
+try:
+    for _ in range(5 * int(sys.argv[1])):
+        if os.fork() == 0:
+            time.sleep(600)
+            os._exit(0)
+        children += 1
+except BlockingIOError:  # EAGAIN: the sandbox's processes are at their bound
+    pass
+open(sys.argv[2], "w").write(str(children))
+"""
+
+
 @needs["user"]
 def test_a_fork_bomb_is_bounded_and_killed_when_its_sandbox_ends():
+    # the bomb forks from a small Python (-S): copies of a process that imported torch cost 2.4 MB of page tables each,
+    # and 2,000 of them ran the CI machine out of memory (the group's memory bound is tested below)
     def attempt():
-        children = 0
-        try:
-            for _ in range(5 * sandbox.NPROC):
-                if os.fork() == 0:
-                    time.sleep(600)
-                    os._exit(0)
-                children += 1
-        except BlockingIOError:  # EAGAIN: the user's processes are at RLIMIT_NPROC
-            pass
-        return [children, os.getuid()]
+        import subprocess
+        import sys
+        count = os.path.join(os.environ["TMPDIR"], "children")
+        subprocess.run([sys.executable, "-S", "-c", BOMB, str(sandbox.NPROC), count], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        return [int(Path(count).read_text()), os.getuid()]
     (children, uid), folder = in_sandbox(attempt, end=False)
     assert 0 < children < sandbox.NPROC
     assert sandbox.processes_of(uid)
@@ -200,6 +213,22 @@ def test_a_fork_bomb_is_bounded_and_killed_when_its_sandbox_ends():
     while sandbox.processes_of(uid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not sandbox.processes_of(uid)
+    assert not any(os.path.exists(g) for g in sandbox.group_folders(uid))
+
+
+@needs["group"]
+def test_a_sandboxs_processes_together_are_bounded_by_its_group():
+    def attempt():  # the bounds as the sandboxed process's own groups hold them
+        bounds = {}
+        for name, folder in sandbox._own_groups().items():
+            for f in ("pids.max", "memory.limit_in_bytes", "memory.max"):
+                if os.path.exists(os.path.join(folder, f)):
+                    bounds[name] = [os.path.basename(folder), int(Path(folder, f).read_text())]
+        return [bounds, os.getuid()]
+    (bounds, uid), _ = in_sandbox(attempt)
+    assert bounds == {"pids": [f"course-sandbox-{uid}", sandbox.TASKS],
+                      "memory": [f"course-sandbox-{uid}", sandbox.memory_bound()]}
+    assert not any(os.path.exists(g) for g in sandbox.group_folders(uid))  # removed with its sandbox
 
 
 @needs["user"]
