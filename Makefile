@@ -23,9 +23,10 @@ $(VENV)/.installed: pyproject.toml
 release: setup  ## source/ -> release/ through nbgrader (solutions out, C stubs in and compiled), every assignment
 	$(PY) -m course release
 
-grade: release  ## the example submissions graded (several students at once, resumable, every test judged outside the kernel), grade tables
+# each assignment it grades is released first, and only those (make grade EXAMPLES=rowsoftmax releases one)
+grade: setup  ## the example submissions graded (several students at once, resumable, every test judged outside the kernel), grade tables
 	for a in $(EXAMPLES); do \
-	  $(PY) -m course examples $$a && $(PY) -m course grade $$a && \
+	  $(PY) -m course release $$a && $(PY) -m course examples $$a && $(PY) -m course grade $$a && \
 	  $(PY) -m course examples $$a --table || exit 1; done
 
 feedback: ## the HTML feedback students get (no hidden test's code or seed), grades and pass rates exported

@@ -86,7 +86,7 @@ def _new(args):
     root = course_root(args.root)
     print(f"wrote {len(written)} files for {args.assignment}:\n  " + "\n  ".join(str(p.relative_to(root)) for p in written))
     print(f"next: python -m course release {args.assignment}; then make it yours: course/topics/{args.assignment}.py "
-          f"and source/{args.assignment}/ (README: Write your own assignment)")
+          f"and source/{args.assignment}/ (docs/writing-an-assignment.md)")
 
 
 def _examples(args):

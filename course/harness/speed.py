@@ -1,6 +1,6 @@
 """Speed as a graded test: a student's kernel timed against the course's own, in the check's child process.
 
-The rule, as the README and the lessons state it:
+The rule, as docs/grading.md and the lessons state it:
 - Only a kernel that passed the exercise's checks is timed: every input case but the hidden one, and every check
   mode (memory, race, integrity); a check not yet passed in this process runs first (passed() records each pass).
 - Each contender (yours, the course's reference kernel, and baselines that are reported but never graded, like
