@@ -216,3 +216,14 @@ FORGED_TILES = ("import torch\nfrom course import blk_kernel2d_shar, cdiv, check
 def test_forged_shared_memory_counts_do_not_pass_a_tiled_check_whose_source_has_no_tile(tmp_path):
     nb = run(_graded_notebook(FORGED_TILES, ('check_matmul_tiled(matmul_tiled_py, "tiny")', "tiny")), tmp_path)
     assert "without filling shared memory" in nb.cells[1].outputs[-1]["evalue"]
+
+
+def test_the_kernel_reads_a_timer_cases_request(tmp_path):
+    # drill 4's cases hand the student's timer the course's stand-ins for a launch: the kernel must read them
+    import torch
+    from course.grading.trusted import read_request
+    from course.timing import AsyncWork, SlowFirstCall
+    torch.save(("call", {"args": (AsyncWork(20.0), SlowFirstCall(600.0, 10.0))}), tmp_path / "request.pt")
+    what, arg = read_request(tmp_path / "request.pt")
+    assert what == "call" and [type(a) for a in arg["args"]] == [AsyncWork, SlowFirstCall]
+    assert arg["args"][0].ms == 20.0
