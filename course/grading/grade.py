@@ -243,7 +243,10 @@ def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, 
     os.mkdir(temp["TMPDIR"])
     # The sandboxes of this run's student code (course/sandbox.py): a folder their users can pass through, whose
     # sandboxes, and whatever they left running, end with the run however it ends
-    sandboxes = Path(tempfile.mkdtemp(prefix="course-grade-sandboxes-"))
+    # in /tmp itself, whatever TMPDIR says: a kernel's Unix sockets live there, and a socket's path has at most 107
+    # bytes (under a long TMPDIR every kernel failed: "ZMQError: File name too long")
+    short = "/tmp" if os.access("/tmp", os.W_OK) else None
+    sandboxes = Path(tempfile.mkdtemp(prefix="course-grade-sandboxes-", dir=short))
     sandboxes.chmod(0o711)
     temp["COURSE_SANDBOX_DIR"] = str(sandboxes)
     summary["sandbox"] = sandbox.record()
