@@ -270,8 +270,11 @@ def run_and_judge(job, timeout=None):
         decided, judge_log = Path(own) / "verdict.json", Path(own) / "judge.txt"
         code = in_child("judge", [judged, reported, decided, digest], judge_log, timeout)
         if code != 0 or not decided.exists():
-            raise GraderFault(f"the grader could not judge this run (this is the course's fault, not yours): "
-                              f"{_tail(judge_log) if judge_log.exists() else code}")
+            # what ended the judge, and its last words (an empty log said nothing in CI: the code tells which it was)
+            how = f"it did not finish within {timeout} s" if code is None else f"it ended with exit code {code}"
+            said = _tail(judge_log).strip() if judge_log.exists() else ""
+            raise GraderFault(f"the grader could not judge this run (this is the course's fault, not yours): {how}"
+                              + (f": {said}" if said else ""))
         outcome = json.loads(decided.read_text())
     if not outcome["passed"]:
         if outcome.get("element") is not None:
