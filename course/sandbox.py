@@ -29,7 +29,7 @@ and `course grade` records them). The layers, and why these:
   the kernel's OOM killer then picks inside it.
 - limits: processes and threads (RLIMIT_NPROC), file size (RLIMIT_FSIZE), processor seconds (RLIMIT_CPU), no core
   files, and in CPU mode memory (RLIMIT_DATA: CUDA's large reservations break RLIMIT_AS, so no memory limit on a GPU;
-  the group's memory limit counts only what is written, so it holds on a GPU too).
+  the group's memory limit counts pages in use, not reservations, so it should hold on a GPU too: not tried there yet).
 
 The grader's own processes (the judge, nbgrader's, the check server) stay outside; a process entered stays inside.
 """
