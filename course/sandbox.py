@@ -71,6 +71,9 @@ WRITE = READ | WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE_DIR | MAKE_REG | TRU
 SCRATCH = WRITE | MAKE_SOCK | MAKE_FIFO | MAKE_SYM | REFER
 SOCKETS = READ | MAKE_SOCK | REMOVE_FILE  # a folder where the process binds its Unix sockets (the kernel's ZeroMQ)
 DEVICES = READ_FILE | READ_DIR | WRITE_FILE | TRUNCATE | IOCTL_DEV  # the GPU's device files are opened read-write
+# CUDA names its threads (fopen of /proc/self/task/TID/comm, "wb"); refused, its driver fails to start (error 304,
+# measured on the H100 host, 2026-12-06). The rule binds this process's own task folder: its own threads, no other's
+OWN_THREADS = READ | WRITE_FILE | TRUNCATE
 _NET_TCP = 1 | 2  # LANDLOCK_ACCESS_NET_BIND_TCP | CONNECT_TCP (ABI 4)
 _SCOPES = 1 | 2  # LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | SIGNAL (ABI 6)
 
@@ -91,7 +94,7 @@ def _landlock(abi, readable, writable, scratch):
     if fd < 0:
         raise OSError(ctypes.get_errno(), "landlock_create_ruleset")
     try:
-        rules = [(p, READ) for p in readable] + [("/dev", DEVICES), ("/dev/shm", WRITE)] + \
+        rules = [(p, READ) for p in readable] + [("/dev", DEVICES), ("/dev/shm", WRITE), ("/proc/self/task", OWN_THREADS)] + \
             [p if isinstance(p, tuple) else (p, WRITE) for p in writable] + [(scratch, SCRATCH)]
         for path, access in rules:
             try:
@@ -421,8 +424,10 @@ def record():
 # ---- starting and ending sandboxed processes -----------------------------------------------------------------------
 
 def base():
-    """The folder sandboxes' own folders are made in: $COURSE_SANDBOX_DIR, else the system's temporary folder."""
-    path = Path(os.environ.get("COURSE_SANDBOX_DIR") or "/tmp") / "course-sandboxes"
+    """The folder sandboxes' own folders are made in: $COURSE_SANDBOX_DIR, else the system's temporary folder; inside
+    a sandbox, its own temporary folder (it writes nowhere else)."""
+    inside = os.environ.get(INSIDE) == "1"
+    path = Path(tempfile.gettempdir() if inside else os.environ.get("COURSE_SANDBOX_DIR") or "/tmp") / "course-sandboxes"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -496,6 +501,13 @@ def copy_out(src, dst, limit=FSIZE):
         os.close(fd)
 
 
+def children_reach_gpu():
+    """Whether a process this one starts may use CUDA: not inside a sandbox on a GPU host. CUDA's driver names its
+    threads through /proc/PID/task, and the sandbox's rule for that (OWN_THREADS) binds the process that entered it:
+    a process it starts later is refused, and its CUDA fails to start (error 304, H100 host)."""
+    return os.environ.get(INSIDE) != "1" or _cpu()
+
+
 def wanted():
     """Whether checks and kernels run sandboxed: COURSE_SANDBOX=1 or 0 says; unset, in CPU mode yes, on a GPU host not
     yet (graded on the H200 with it, 2026-12-04, a right answer lost its CUDA and Triton points: grading must first be
@@ -505,7 +517,7 @@ def wanted():
     flag = os.environ.get("COURSE_SANDBOX", "").strip()
     if flag in ("0", "1"):
         return flag == "1"
-    return memory_limit() is not None  # CPU mode (read without torch)
+    return _cpu()
 
 
 def _clear(path):
@@ -638,11 +650,15 @@ def main(argv):
     supervise(folder, readable, writable, run, cpu_seconds=KERNEL_CPU, memory=memory)
 
 
+def _cpu():
+    """CPU mode, read without torch: asking torch for the GPU initializes CUDA's driver, after which no forked child
+    can use CUDA."""
+    return os.environ.get("COURSE_CPU_MODE", "").strip() == "1" or not any(Path("/dev").glob("nvidia[0-9]*"))
+
+
 def memory_limit():
-    """The memory limit of a sandboxed process: DATA in CPU mode, none on a GPU (CUDA's reservations). Read without
-    torch: asking torch for the GPU initializes CUDA's driver, after which no forked child can use CUDA."""
-    cpu = os.environ.get("COURSE_CPU_MODE", "").strip() == "1" or not any(Path("/dev").glob("nvidia[0-9]*"))
-    return DATA if cpu else None
+    """The memory limit of a sandboxed process: DATA in CPU mode, none on a GPU (CUDA's reservations)."""
+    return DATA if _cpu() else None
 
 
 if __name__ == "__main__":

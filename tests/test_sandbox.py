@@ -259,6 +259,32 @@ def test_a_sandboxed_process_gets_a_scratch_folder_of_its_own():
     assert all(p.startswith(home) for p in got[:3]) and got[3] == 1
 
 
+@needs["files"]
+def test_a_sandboxed_process_names_its_own_threads_and_no_other_processs():
+    # CUDA's driver names its threads (fopen "wb" of /proc/self/task/TID/comm); refused, CUDA failed to start in every
+    # sandboxed check on the H100 host (error 304). Another process's files there stay refused, a child's included.
+    def attempt():
+        import threading
+
+        def name(path):
+            return refused(lambda: open(path, "wb").write(b"probe\n"))
+        tid, parent = threading.get_native_id(), os.getppid()
+        got = [name(f"/proc/self/task/{tid}/comm"), name(f"/proc/{parent}/task/{parent}/comm"),
+               name(f"/proc/{parent}/oom_score_adj")]
+        child = os.fork()
+        if child == 0:
+            os._exit(0 if name(f"/proc/self/task/{os.getpid()}/comm") == "refused" else 1)
+        got.append(os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]))
+        return got
+    assert in_sandbox(attempt)[0] == [6, "refused", "refused", 0]
+
+
+def test_a_sandboxed_process_makes_sandbox_folders_in_its_own_scratch():
+    # a check inside a sandboxed kernel starts spares (on a GPU): their folders go where it may write
+    got, folder = in_sandbox(lambda: str(sandbox.new_folder("course-spare-")))
+    assert got.startswith(str((folder / "home").resolve()))
+
+
 def test_doctor_names_each_layer_and_what_grading_does_without_it(monkeypatch, capsys):
     from course.grading.doctor import Report, check_sandbox
     assert set(sandbox.MISSING) <= set(sandbox.LAYERS)
@@ -329,7 +355,11 @@ def test_the_kernel_is_judged_from_its_sandbox_and_reads_nothing_of_the_graders(
     nb = TrustedExecute(kernel_manager_class=SandboxedKernelManager).preprocess(
         nb, {"metadata": {"path": str(notebook)}})[0]
     assert nb.cells[0].outputs[-1]["text"] == "['refused', \"the notebook's data\", 'refused', 'refused']\n"
-    assert nb.cells[1].outputs == [{"output_type": "stream", "name": "stdout", "text": "rgb2grey_triton: ragged passed\n"}]
+    # on a GPU host a check's children cannot start CUDA inside the kernel's sandbox: it says so (sandbox.py)
+    said = "ragged passed" if sandbox.memory_limit() is not None else \
+        "not run in the graded notebook's kernel (its sandbox gives the GPU to no process it starts); the grader " \
+        "judges this answer itself"
+    assert nb.cells[1].outputs == [{"output_type": "stream", "name": "stdout", "text": f"rgb2grey_triton: {said}\n"}]
     assert nb.cells[2].outputs == [{"output_type": "stream", "name": "stdout", "text": "rgb2grey_py: tiny passed\n"}]
     assert not (tmp_path / "mine").exists()
 

@@ -6,6 +6,7 @@ from typing import Any, Callable
 import torch
 
 from .cells import refuse_stale
+from .. import sandbox
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,10 @@ def judges(kind):
             try:
                 if args:  # an answer a failed cell left behind is not judged (cells.py): said instead
                     refuse_stale(check.__name__, args[0])
+                if getattr(kind, "children", False) and not sandbox.children_reach_gpu():
+                    print(f"{check.__name__}: not run in the graded notebook's kernel (its sandbox gives the GPU to no "
+                          "process it starts); the grader judges this answer itself")
+                    return None
                 return check(*args, **kwargs)
             except AssertionError as verdict:
                 raise verdict.with_traceback(None) from None  # what is wrong with the answer: the message
