@@ -261,7 +261,7 @@ def gpu_lock(key, wait=LOCK_WAIT):
 def gpu_facts():
     """The GPU a test runs on: its name and id from torch, its clocks (MHz), temperature and power from nvidia-smi."""
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    facts = {"name": props.name, "uuid": str(getattr(props, "uuid", "")), "torch": torch.__version__,
+    facts = {"name": props.name, "uuid": str(getattr(props, "uuid", "")), "torch": str(torch.__version__),  # a str subclass, which the wire refuses
              "l2_bytes": getattr(props, "L2_cache_size", None)}
     smi = shutil.which("nvidia-smi")
     fields = ("clocks.sm", "clocks.mem", "clocks.max.sm", "temperature.gpu", "power.draw", "driver_version")
