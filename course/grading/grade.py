@@ -252,7 +252,7 @@ def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, 
     summary["sandbox"] = sandbox.record()
     missing = [layer for layer, present in summary["sandbox"].items() if not present]
     if not summary["sandbox"]:
-        say("sandbox off (COURSE_SANDBOX=0, or a GPU host without COURSE_SANDBOX=1): student code runs with the "
+        say("sandbox off (COURSE_SANDBOX=0): student code runs with the "
             "grader's rights")
     elif missing:
         say(f"sandbox without {', '.join(missing)} on this host (python -m course doctor says what that leaves open)")
@@ -399,7 +399,7 @@ def report(summary):
         box = summary["sandbox"]
         lines.append("  student code sandboxed: " + (", ".join(k for k, v in box.items() if v) or "no layer")
                      + (f"; missing on this host: {', '.join(k for k, v in box.items() if not v)}"
-                        if not all(box.values()) else "") if box else "  student code NOT sandboxed (COURSE_SANDBOX=0, or a GPU host without COURSE_SANDBOX=1)")
+                        if not all(box.values()) else "") if box else "  student code NOT sandboxed (COURSE_SANDBOX=0)")
     judged = summary.get("judged", {})
     if judged:
         lines.append("  notebooks judged: " + ", ".join(f"{n} {kind}" + (" (every test cell by nbgrader's own process)"

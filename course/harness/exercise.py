@@ -165,7 +165,8 @@ def judges(kind):
                 if args:  # an answer a failed cell left behind is not judged (cells.py): said instead
                     refuse_stale(check.__name__, args[0])
                 if getattr(kind, "children", False) and not sandbox.children_reach_gpu():
-                    print(f"{check.__name__}: not run in the graded notebook's kernel (its sandbox gives the GPU to no "
+                    named = getattr(args[0], "__name__", None) if args else None  # as "passed" names it
+                    print(f"{named or check.__name__}: not run in the graded notebook's kernel (its sandbox gives the GPU to no "
                           "process it starts); the grader judges this answer itself")
                     return None
                 return check(*args, **kwargs)
