@@ -42,6 +42,16 @@ def test_test_cells_are_locked_have_points_a_docstring_and_one_call(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_speed_test_cell_leaves_no_result_nbgrader_would_read_as_its_score(path):
+    for c in cells(path):
+        meta = c["metadata"].get("nbgrader", {})
+        call = "".join(c["source"]).strip().splitlines()[-1].split("#")[0].rstrip()
+        if meta.get("grade") and not meta.get("solution") and '"speed")' in call:
+            # the check returns its Score: as an Out[] `nbgrader validate` warns it "cannot be converted to a float"
+            assert call.endswith(";"), f"{meta['grade_id']}: end the speed test's call with ;"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_manually_graded_answers_are_open_markdown_with_a_rubric_the_release_leaves_out(path):
     # nbgrader's manual grading: the student writes in the cell; the instructor's copy holds a model answer and
     # a rubric inside the solution region, which the release replaces with "YOUR ANSWER HERE".

@@ -267,6 +267,7 @@ found = importlib.util.spec_from_file_location("answer", path)
 module = importlib.util.module_from_spec(found)
 sys.modules["answer"] = module
 found.loader.exec_module(module)
+import re
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
@@ -274,10 +275,9 @@ from triton.compiler.errors import CompilationError
 try:
     binary = triton.compile(ASTSource(getattr(module, name), spec["signature"], spec["constexprs"]),
                             target=GPUTarget(*spec["target"]), options=spec["options"])
-except CompilationError as e:
-    print(json.dumps({"error": str(e)}))
+except CompilationError as e:  # a k side this Triton refuses is told with the grading host's bound, if higher
+    print(json.dumps({"error": re.sub(r"K >= (\\d+)", lambda m: f"K >= {max(int(m[1]), spec['dot_k'])}", str(e))}))
 else:
-    import re
     small = [d for d in re.findall(r"tt\\.dot .*?: tensor<(\\d+)x(\\d+)x\\w+> \\* tensor<\\d+x(\\d+)x", binary.asm["ttir"])
              if int(d[1]) < spec["dot_k"]]
     if small:
@@ -318,7 +318,7 @@ def compile_for_gpu(path, kernel, args, kwargs, done):
         return
     done.add(key)
     path = for_gpu(path)
-    digest = hashlib.sha256((open(path).read() + key + kernel.fn.__name__).encode()).hexdigest()[:16]
+    digest = hashlib.sha256((open(path).read() + key + kernel.fn.__name__ + COMPILE).encode()).hexdigest()[:16]
     kept = build_root() / "triton" / "compiled" / f"{digest}.json"
     if kept.exists():
         said = json.loads(kept.read_text())

@@ -177,7 +177,7 @@ CASES = {
         tr(NEVER, but=("tiny", "digits"), memory=WRONG)),
 
     # ---- going further, Triton: known right --------------------------------------------------------------------
-    "tri_right_tiles_16": Case("matmul_triton", "right: 16x16x16 tiles, the smallest tl.dot takes"),
+    "tri_right_tiles_16": Case("matmul_triton", "right: 16x16x16 tiles, the smallest k side the grading host's tl.dot takes"),
     "tri_right_non_square_tiles": Case("matmul_triton", "right: 64x32 tiles of out, k in steps of 16, ieee precision"),
     "tri_right_grouped_order": Case(
         "matmul_triton", "right: a 1D grid in grouped order (GROUP tile rows walked down before moving right, so programs"
