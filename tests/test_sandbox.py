@@ -6,6 +6,7 @@ import os
 import signal
 import tempfile
 import socket
+import subprocess
 import time
 import traceback
 from pathlib import Path
@@ -250,6 +251,35 @@ def test_a_process_that_detached_itself_is_killed_when_its_sandbox_ends():
     while _alive(daemon) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(daemon)
+
+
+@pytest.mark.skipif(not (LAYERS["user"] or LAYERS["signals"]), reason="this host gives a sandbox no signal bound")
+def test_a_sandboxed_process_kills_what_it_started_and_nothing_outside_before_it_ends():
+    # compute-sanitizer waits for every process its child started: the child must end its daemons itself
+    outside = subprocess.Popen(["sleep", "600"])
+
+    def attempt():
+        r, w = os.pipe()
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                os.write(w, str(os.getpid()).encode())
+                time.sleep(600)
+            os._exit(0)
+        os.close(w)
+        daemon = int(os.read(r, 100))
+        sandbox.end_started()
+        return daemon
+    daemon, folder = in_sandbox(attempt, end=False)  # no sweep from outside before the daemon is looked for
+    try:
+        deadline = time.monotonic() + 10
+        while _alive(daemon) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(daemon)
+        assert outside.poll() is None  # the grader's own process, of the same user where no user is the sandbox's
+    finally:
+        outside.kill()
+        sandbox.end(folder)
 
 
 def test_a_sandboxed_process_gets_a_scratch_folder_of_its_own():

@@ -10,6 +10,7 @@ import tempfile
 
 import torch
 
+from course import sandbox
 from course.harness import trace, wire
 from course.harness.tasks import named, task
 from course.harness.wire import Job, Result, Run
@@ -144,7 +145,10 @@ def wait(folder, owner, kept=""):
             if job is None:
                 sys.exit(UNUSED)
             if not kept:
-                task(job["task"])(*job["args"])
+                try:
+                    task(job["task"])(*job["args"])
+                finally:
+                    sandbox.end_started()
                 return
             if not _kept_job(job):
                 return
