@@ -4,8 +4,8 @@ It translates what the lessons' kernels use (index arithmetic, guards and early 
 local accumulators, literals, min/max, `.x`/`.y`, the shared tile and the barrier) with the meaning the Python
 rung gives it: a literal that meets a float32 tensor becomes `0.2989f`, a chained comparison `&&`, Python's `/`
 a float division. Where the same C text would mean something else on a GPU (`int` arithmetic past 2**31, `//`
-and `%` on negative numbers, `+=` into an element other threads add to, an index no guard keeps inside), the
-translation keeps Python's text and says so in its notes. Anything else is refused with its line and the reason.
+and `%` on negative numbers, `+=` into an element other threads add to), the translation keeps Python's text and
+says so in its notes; an index no guard keeps inside is not noted (drill 9's last exercise: the memory check finds it). Anything else is refused with its line and the reason.
 """
 import ast
 import inspect

@@ -47,7 +47,23 @@ torch::Tensor matmul_static(torch::Tensor a, torch::Tensor b) {
 }
 '''),
 }
-EXERCISES = {"rgb2grey_bk": "grey", "drill1_rungs": "grey", "drill9_rgb2grey_bk": "grey", "matmul_bk": "matmul", "matmul_tiled_bk": "tiled"}
+ROWS = r'''
+torch::Tensor NAME(torch::Tensor x) {
+    CHECK_INPUT(x);
+    int h = x.size(0), w = x.size(1);
+    auto output = torch::empty({h}, x.options());
+    LAUNCH
+    return output;
+}
+'''
+ROW_CASES = ("ragged", "negative", "long_rows", "no_rows")
+HOSTS["row_sum"] = ("row_sum_pybk", course.check_row_sum_cuda, ROW_CASES, ROWS.replace("NAME", "row_sum"))
+HOSTS["row_max"] = ("row_max_pybk", course.check_row_max_cuda, ROW_CASES, ROWS.replace("NAME", "row_max"))
+# a file's (or solution cell's) name -> the kinds of kernel it holds. Left out: drill 3's drill3_no_guard, whose
+# kernel has no guard on purpose (the drill's runner launches exactly n threads): translated, it fails the L3
+# ragged sizes as it should.
+EXERCISES = {"rgb2grey_bk": ("grey",), "drill1_rungs": ("grey",), "drill9_rgb2grey_bk": ("grey",),
+             "matmul_bk": ("matmul",), "matmul_tiled_bk": ("tiled",), "drill2_rows_bk": ("row_sum", "row_max")}
 
 
 def _corpus_answers():
@@ -55,8 +71,8 @@ def _corpus_answers():
     out = []
     for folder in sorted(CORPUS.glob("*/*right*")):
         for path in folder.glob("*.py"):
-            if path.stem in EXERCISES:
-                out.append((f"{folder.parent.name}/{folder.name}", EXERCISES[path.stem], path.read_text()))
+            for kind in EXERCISES.get(path.stem, ()):
+                out.append((f"{folder.parent.name}/{folder.name}", kind, path.read_text()))
     return out
 
 
@@ -66,8 +82,8 @@ def _lesson_answers():
     for path in sorted((ROOT / "source").rglob("*.ipynb")):
         for cell in json.loads(path.read_text())["cells"]:
             gid = cell["metadata"].get("nbgrader", {}).get("grade_id")
-            if gid in EXERCISES and cell["metadata"]["nbgrader"].get("solution"):
-                out.append((f"{path.parent.name}/{path.stem}", EXERCISES[gid], "".join(cell["source"])))
+            for kind in EXERCISES.get(gid, ()) if cell["metadata"].get("nbgrader", {}).get("solution") else ():
+                out.append((f"{path.parent.name}/{path.stem}", kind, "".join(cell["source"])))
     return out
 
 
@@ -80,6 +96,8 @@ def _sample(kind):
     if kind == "grey":
         img = torch.randint(0, 256, (3, 5, 7), dtype=torch.uint8, generator=g)
         return (img,), {5: "h", 7: "w", 35: "n"}
+    if kind.startswith("row_"):
+        return (torch.randn(5, 7, generator=g),), {5: "h", 7: "w"}
     a, b = torch.rand(5, 3, generator=g), torch.rand(3, 7, generator=g)
     return (a, b), {5: "h", 3: "k", 7: "w"}
 
@@ -98,9 +116,9 @@ def translated(name, kind, source, tmp_path):
         result = ns[launcher](*inputs)
     kernel, args, launch = ran["kernel"], [getattr(a, "tensor", a) for a in ran["args"]], ran["launches"][-1]
     t = to_cuda(kernel, *args)
-    names = {inputs[0].untyped_storage().data_ptr(): "input" if kind == "grey" else "a",
+    names = {inputs[0].untyped_storage().data_ptr(): {"grey": "input", "row_sum": "x", "row_max": "x"}.get(kind, "a"),
              result.untyped_storage().data_ptr(): "output"}
-    if kind != "grey":
+    if len(inputs) > 1:
         names[inputs[1].untyped_storage().data_ptr()] = "b"
     # tensors by the memory they share with the launcher's input and output; ints by value (the tile width: its own)
     passed = [names[a.untyped_storage().data_ptr()] if isinstance(a, torch.Tensor) else
@@ -109,6 +127,10 @@ def translated(name, kind, source, tmp_path):
         threads = launch[2]
         assert launch[1] == cdiv(35, threads)  # the launcher's blocks are cdiv(n, threads): the host does the same
         call = f"if (n > 0) {kernel.__name__}(cdiv(n, {threads}), {threads}, {', '.join(passed)});"
+    elif kind.startswith("row_"):
+        threads = launch[2]
+        assert launch[1] == cdiv(5, threads)  # a thread per row: blocks are cdiv(h, threads)
+        call = f"if (h > 0) {kernel.__name__}(cdiv(h, {threads}), {threads}, {', '.join(passed)});"
     else:
         tx, ty = launch[2].x, launch[2].y
         assert tuple(launch[1])[:2] == (cdiv(7, tx), cdiv(5, ty))
