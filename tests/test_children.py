@@ -143,3 +143,29 @@ def test_the_server_children_are_forked_from_has_the_environment_of_the_call(tmp
         monkeypatch.setenv("COURSE_BUILD_DIR", str(tmp_path / folder))
         assert children.in_child("warm", [], tmp_path / "log.txt", 120, imports=["marker"]) == 0
     assert (tmp_path / "dirs").read_text().split() == [str(tmp_path / "first"), str(tmp_path / "second")]
+
+
+def test_a_child_running_when_the_environment_changes_still_reports_its_status(tmp_path, monkeypatch):
+    # A compile sets TORCH_CUDA_ARCH_LIST while another thread's child runs: the next check got a server of the new
+    # environment and closed the old one under the running child ("the check server stopped": a GraderFault for a
+    # right answer in the corpus, CPU mode, two workers).
+    import threading
+    from course.harness import children
+    never = tmp_path / "never"
+    never.mkdir()
+    owner = subprocess.Popen(["sleep", "4"])  # the waiting child ends once its owner has gone (and is reaped)
+    threading.Thread(target=owner.wait, daemon=True).start()
+    got = {}
+
+    def first():
+        start = time.monotonic()
+        got["status"] = children.in_child("wait", [never, owner.pid], tmp_path / "first.txt", 60)
+        got["seconds"] = time.monotonic() - start
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    time.sleep(1.5)
+    monkeypatch.setenv("COURSE_TEST_CHANGED", "1")
+    assert children.in_child("warm", [], tmp_path / "second.txt", 120) == 0
+    thread.join(60)
+    assert isinstance(got.get("status"), int) and got["seconds"] > 2, (got, (tmp_path / "first.txt").read_text())

@@ -163,11 +163,16 @@ def _in_child(task, args, log, timeout, sanitizer, env, imports, answer):
             with _server_lock:
                 env_now = _child_env()
                 if _server is not None and _server.alive() and _server.env != env_now:
-                    _server.close()  # its children would read the build folder and caches of another environment
+                    _server.retire()  # its children would read the build folder and caches of another environment
+                    _server = None
                 if _server is None or not _server.alive():
                     _server = Server(env=env_now)
                 server = _server
-            return server.run(task, args, log, timeout, imports)
+                server.hold()
+            try:
+                return server.run(task, args, log, timeout, imports)
+            finally:
+                server.release()
         except OSError as e:  # no warm server to be had: a judge runs in a fresh interpreter, slower
             if task in STUDENT:  # student code never runs outside the server's sandboxed children
                 raise GraderFault(f"the check server could not start a child ({e}): this is the grader's set-up, "

@@ -137,6 +137,7 @@ class Server:
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self.lock, self.done = threading.Lock(), threading.Condition()
         self.replies, self.next_id = {}, 0
+        self.busy, self.retiring = 0, False  # calls holding the server; whether it closes once none does
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -182,6 +183,29 @@ class Server:
         with self.done:
             self.replies.pop(job_id, None)
         return status
+
+    def hold(self):
+        """Keeps the server open for a call about to run (release() when it has)."""
+        with self.lock:
+            self.busy += 1
+
+    def release(self):
+        """Ends a hold: a retired server closes with its last call."""
+        with self.lock:
+            self.busy -= 1
+            last = self.retiring and not self.busy
+        if last:
+            self.close()
+
+    def retire(self):
+        """Closes the server once the calls it holds have their children's statuses (at once when it holds none): the
+        environment changed under it (a compile set TORCH_CUDA_ARCH_LIST), and closing it then lost a running child's
+        status, a GraderFault for a right answer's check."""
+        with self.lock:
+            self.retiring = True
+            idle = not self.busy
+        if idle:
+            self.close()
 
     def close(self):
         """Stops the server (its running children are left to finish); one still ending its sandboxes after 30 s is
