@@ -170,6 +170,9 @@ def judge_row_max(yours, case, what, unwritten=None):
 
 CASE_NAMES = {"python": ("shapes", "ragged", "negative", "long_rows", "no_rows", "random"),
               "cuda": ("ragged", "negative", "long_rows", "no_rows", "random"), "modes": ("memory", "integrity")}
+# No memory-check edges (Exercise.edges, issue 38): one thread per row runs furthest past the matrix at one row, and
+# ragged already holds one row (1x257: 255 of 256 threads outside) and one column (100x1); no_rows (0 blocks) is its
+# own test, where a launch without `if (h > 0)` fails already.
 MEMORY_HINT = ("a thread past the last row must do nothing: guard with `if (i < h)`, and read only row i's values, "
                "x[i*w] to x[i*w + w - 1].")
 ROW_SUM = Exercise(name="row_sum", topic=__name__, cases=row_cases, judge=judge_row_sum, out_dtype=torch.float32,

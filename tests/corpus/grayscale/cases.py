@@ -102,6 +102,11 @@ CASES = {
     "cuda_missing_guard": Case(
         "rgb_to_grayscale_cuda", "no `if (i < n)` guard: the idle threads of the last block read and write past the tensors; the pixels are still right",
         {"memory": OOB}),
+    "cuda_red_read_volatile": Case(
+        "rgb_to_grayscale_cuda", "the red byte read before the guard through a volatile pointer (so no compiler moves it"
+        " inside): lane i reads x[i], inside x (3n bytes) wherever the last block ends before 3n, so only the memory"
+        " check's 1x1 image reads past x; every pixel is right",
+        {"memory": OOB}),
     "cuda_guard_off_by_one": Case(
         "rgb_to_grayscale_cuda", "guard `i <= n`: thread n reads x[3n] and writes out[n], one byte past each (every ragged size has a thread n)",
         {"memory": OOB}),
