@@ -38,7 +38,8 @@ from tests.test_pipeline import EXPECTED_PASSES, L0, L3, L4
 from tests.test_release import ROOT, nbgrader
 
 SECRET = "the instructor's secret for these tests"
-COMMANDS = ("doctor", "release", "collect", "grade", "verify", "merge", "feedback", "export", "new", "examples")
+COMMANDS = ("doctor", "release", "collect", "grade", "verify", "merge", "feedback", "export", "check", "new",
+            "examples")
 CLASS = ("alice", "bob", "carol", "dave", "mallory")  # examples/ and tests/tamper/: right, mistakes, nothing, attacks
 NOTEBOOKS = (L0, "02_L1_run_kernel", "03_L2_blk_kernel", L3, L4)
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course.assignments import declared
+from course.assignments import Assignment, declared
 from course.device import cpu_mode
+from course.grading.check import example_results
 from course.grading.gradebook import grade_table, grades
 from course.grading.autograde import SafeExecute  # noqa: F401 (the execute step under test, configured in nbgrader_config)
 from course.grading.submissions import fill, write_submissions
@@ -435,6 +436,18 @@ def test_each_drills_student_gets_the_marks_their_answers_deserve(graded_drills)
     assert full["carol"] == set()
     score = {s: sum(table[key][s][0] for key in auto) for s in full}
     assert score == {"alice": 77, "bob": 49 if cpu_mode() else 46, "carol": 0}  # examples/drills/README.md
+
+
+@pytest.mark.xdist_group("pipeline-drills")
+def test_course_check_finds_the_losses_grading_finds_without_nbgrader():
+    assignment = Assignment("drills", ROOT)
+    exercises = assignment.exercises()
+    lost = {}
+    for student in ("alice", "bob", "carol"):
+        results = example_results(assignment, student, progress=lambda line: None)
+        lost[student] = {exercises[e].prefix + t for (e, t), v in results.items() if not v["passed"]}
+    assert lost["alice"] == set() and lost["bob"] == BOBS_FAILURES
+    assert lost["carol"] == {e.prefix + t for e in exercises.values() for t in e.tests if t != "speed"}
 
 
 # ---- every other assignment (`course new`'s among them): each example student loses exactly the tests that

@@ -75,3 +75,47 @@ def test_the_scaffolds_notebooks_pass_nbval(saxpy):
     folder, _, _ = saxpy
     proc = course(folder, "pytest", "-q", "-p", "no:cacheprovider", "--nbval-lax", "source/saxpy", check=False)
     assert proc.returncode == 0, proc.stdout[-5000:]
+
+
+def test_course_check_judges_the_examples_against_expected_json_and_one_answer_with_its_messages(saxpy, tmp_path):
+    folder, _, _ = saxpy
+    said = course(folder, "course", "check", "saxpy").stdout
+    assert "saxpy: declared whole (4 notebooks, 4 exercises)" in said
+    assert "example student alice: lost 0 of 15 tests as expected.json says" in said
+    assert "example student bob: lost 3 of 15 tests as expected.json says" in said
+    assert "no tests/test_corpus.py" in said  # the scaffold's folder holds the package only
+    one = course(folder, "course", "check", "saxpy", "--answer", "examples/saxpy/bob/saxpy_py.py", "--case", "tiny",
+                 check=False)
+    assert one.returncode == 1 and "1 test" in one.stdout and "0 of 1 tests passed" in one.stdout
+    assert "saxpy_py tiny:\n  AssertionError: saxpy_py: 1 of 1 elements are wrong" in one.stdout  # the whole message
+    notebook = course(folder, "course", "check", "saxpy", "--answer", "source/saxpy/01_L0_loop.ipynb")
+    assert "3 of 3 tests passed" in notebook.stdout  # the instructor's solutions, read from a notebook
+    renamed = tmp_path / "mine.py"
+    renamed.write_text((folder / "examples" / "saxpy" / "alice" / "saxpy_cuda.py").read_text())
+    cuda = course(folder, "course", "check", "saxpy", "--answer", str(renamed), "--exercise", "saxpy_cuda")
+    assert "6 of 6 tests passed" in cuda.stdout
+    for bad, why in ((["--answer", str(renamed)], "holds no answer to an exercise of saxpy"),
+                     (["--case", "nope"], "no test nope in"), (["--exercise", "saxpy_py"], "pass --answer too"),
+                     (["--answer", "examples/saxpy/bob/saxpy_py.py", "--exercise", "nope"], "no exercise nope")):
+        proc = course(folder, "course", "check", "saxpy", *bad, check=False)
+        assert proc.returncode == 2 and why in proc.stderr, (bad, proc.stderr)
+
+
+def test_course_check_fails_where_an_example_loses_other_tests_than_expected_json_says(saxpy, tmp_path):
+    folder, _, _ = saxpy
+    copy = tmp_path / "course"
+    shutil.copytree(folder, copy, ignore=shutil.ignore_patterns("__pycache__", "release", "submitted", "autograded",
+                                                                  "feedback", "gradebook.db", "exports"))
+    declared = copy / "examples" / "saxpy" / "expected.json"
+    losses = json.loads(declared.read_text())
+    losses["bob"] = losses["bob"][:1] + ["04_L3_cuda/saxpy_cuda_memory"]
+    declared.write_text(json.dumps(losses))
+    proc = course(copy, "course", "check", "saxpy", "--no-corpus", check=False)
+    assert proc.returncode == 1
+    assert "bob: lost 3 of 15 tests NOT as expected.json says: 01_L0_loop/saxpy_py_hidden_sizes (lost), " \
+           "01_L0_loop/saxpy_py_ragged_sizes (lost), 04_L3_cuda/saxpy_cuda_memory (passed)" in proc.stdout
+    topic = copy / "course" / "topics" / "saxpy.py"
+    topic.write_text(topic.read_text().replace('"check_saxpy", ', ""))  # a check the notebooks call, not exported
+    proc = course(copy, "course", "check", "saxpy", check=False)
+    assert proc.returncode == 1 and "PROBLEM assignment saxpy is not fully declared" in proc.stdout
+    assert "calls check_saxpy, which no topic module exports" in proc.stdout and "example student" not in proc.stdout

@@ -9,6 +9,7 @@
   slurm     grade on a Slurm cluster: a job array of shards, then the merge (`slurm grade`), and its report
   feedback  HTML feedback per student (hidden tests' code and seeds left out)
   export    grades as CSV, and which exercise the class failed, with which message (table and plot)
+  check     an assignment tried while it is written: what release would refuse, the examples or one answer judged
   new       a new assignment to edit, declared whole: notebooks, topic module, examples, corpus skeleton
   examples  the example students' submissions written from examples/ (make grade), and their grade table
 """
@@ -79,14 +80,23 @@ def _export(args):
     return export(args.root, args.assignment, out=args.out, db=args.db)
 
 
+def _check(args):
+    import os
+    os.environ.setdefault("MPLBACKEND", "Agg")  # the notebooks' plots are not shown here
+    from .check import check
+    return check(args.root, args.assignment, answer=args.answer, exercise=args.exercise, tests=args.case,
+                 corpus=not args.no_corpus)
+
+
 def _new(args):
     from .layout import course_root
     from .scaffold import scaffold
     written = scaffold(args.root, args.assignment, rungs=args.rungs)
     root = course_root(args.root)
     print(f"wrote {len(written)} files for {args.assignment}:\n  " + "\n  ".join(str(p.relative_to(root)) for p in written))
-    print(f"next: python -m course release {args.assignment}; then make it yours: course/topics/{args.assignment}.py "
-          f"and source/{args.assignment}/ (docs/writing-an-assignment.md)")
+    print(f"next: python -m course check {args.assignment} (the declaration, the examples and the corpus, nothing "
+          f"released); then make it yours: course/topics/{args.assignment}.py and source/{args.assignment}/, checked "
+          f"as you go (docs/writing-an-assignment.md)")
 
 
 def _examples(args):
@@ -197,6 +207,17 @@ def parser():
                 "failure message of each) and plot.")
     c.add_argument("--out", default="exports", help="the folder to write into (default: exports/)")
     c.add_argument("--db", help="the gradebook (default: gradebook.db in the course folder)")
+
+    c = command("check", _check, "Tries an assignment while it is written, releasing and grading nothing: what `course "
+                "release` would refuse, then each example student's answers run through their exercises' checks (the "
+                "losses compared with examples/NAME/expected.json where it exists) and the corpus; with --answer, one answer's tests, "
+                "each with its verdict and message. Answers run in this process as the corpus runs them: a trial, "
+                "not a grade.")
+    c.add_argument("--answer", help="a solution cell's code (<grade_id>.py), a folder of them, or a notebook")
+    c.add_argument("--exercise", help="the solution cell's grade_id the answer fills (default: the file's name)")
+    c.add_argument("--case", action="append", help="only this test, e.g. tiny (repeatable; speed runs only so)")
+    c.add_argument("--no-corpus", action="store_true", help="leave out the corpus (tests/corpus/NAME/), which runs "
+                   "last")
 
     c = command("new", _new, "Writes a new assignment to edit, declared whole: a notebook per rung in source/NAME/ "
                 "(reference, exercise, checks), course/topics/NAME.py (cases, comparison, hints), example students "

@@ -18,6 +18,29 @@ def stub_jobs(root, assignment):
     return out
 
 
+def release_refusals(root, a):
+    """Why `course release` refuses assignment a, one message per kind of problem (empty when it can be released)."""
+    missing = Assignment(a, root).release_problems()  # the declaration is whole (course/assignments.py), first
+    if missing:
+        return [f"assignment {a} is not fully declared:\n  " + "\n  ".join(missing)]
+    out = []
+    notebooks = sorted((root / "source" / a).glob("*.ipynb"))
+    # every test cell must be one the judge can run (course/grading/trusted.py)
+    problems = [f"{a}/{p.stem} cell {gid}: {why}" for p in notebooks for gid, why in unjudgeable(read_notebook(p))]
+    if problems:
+        out.append("these test cells cannot be judged outside the student's kernel, so they cannot be "
+                   "graded:\n  " + "\n  ".join(problems) + "\nA test cell is a docstring and one call "
+                   "check_...(name, literal, ...) of a check that course exports.")
+    # grading skips demo cells, so nothing after one may need what only it defines
+    problems = [f"{a}/{p.stem} cell {i}: uses {', '.join(used)}, defined only in a demo cell before it"
+                for p in notebooks for i, used in needs_demo(read_notebook(p))]
+    if problems:
+        out.append("grading does not run demo cells (tagged `demo`), and these cells need what one "
+                   "defines:\n  " + "\n  ".join(problems) + "\nDefine those names in a cell that is "
+                   "not a demo, or take the tag off.")
+    return out
+
+
 def release(root, assignment=None, check_stubs=True):
     """Generates release/<assignment>/ (every assignment when None) and compiles the released CUDA stubs; 1 if one fails."""
     root = course_root(root)
@@ -26,24 +49,10 @@ def release(root, assignment=None, check_stubs=True):
         require_assignment(root, assignment)
     if not todo:
         raise CourseError(f"{root / 'source'} holds no assignments")
-    for a in todo:  # the declaration is whole (course/assignments.py), before anything
-        missing = Assignment(a, root).release_problems()
-        if missing:
-            raise CourseError(f"assignment {a} is not fully declared:\n  " + "\n  ".join(missing))
-    for a in todo:  # every test cell must be one the judge can run (course/grading/trusted.py), before anything
-        problems = [f"{a}/{p.stem} cell {gid}: {why}" for p in sorted((root / "source" / a).glob("*.ipynb"))
-                    for gid, why in unjudgeable(read_notebook(p))]
-        if problems:
-            raise CourseError("these test cells cannot be judged outside the student's kernel, so they cannot be "
-                              "graded:\n  " + "\n  ".join(problems) + "\nA test cell is a docstring and one call "
-                              "check_...(name, literal, ...) of a check that course exports.")
-    for a in todo:  # grading skips demo cells, so nothing after one may need what only it defines
-        problems = [f"{a}/{p.stem} cell {i}: uses {', '.join(used)}, defined only in a demo cell before it"
-                    for p in sorted((root / "source" / a).glob("*.ipynb")) for i, used in needs_demo(read_notebook(p))]
-        if problems:
-            raise CourseError("grading does not run demo cells (tagged `demo`), and these cells need what one "
-                              "defines:\n  " + "\n  ".join(problems) + "\nDefine those names in a cell that is "
-                              "not a demo, or take the tag off.")
+    for a in todo:
+        refusals = release_refusals(root, a)
+        if refusals:
+            raise CourseError(refusals[0])
     failed = 0
     for a in todo:
         t = time.perf_counter()
