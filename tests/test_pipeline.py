@@ -70,8 +70,13 @@ ONE_THREAD = {"chuck": (L1, "ran a vectorised PyTorch operation"), "heidi": (L1,
               "niaj": (L2, "wrote 259 pixels")}  # tests/tamper/grayscale/README.md
 # processes that run student code are sandboxed (course/sandbox.py): eve's kernel reaches for the grader's files and
 # the network with a right L0; frank's C++ host code does too, and leaves a daemon, with a right kernel; grace's forks
-# a bomb around a kernel with L0's wrong weights
-SANDBOXED = {"eve": passed(L0, *PY_TESTS), "frank": passed(L3, *CUDA_TESTS, *SPEED), "grace": set()}
+# a bomb around a kernel with L0's wrong weights. On a GPU frank loses the memory check, and so the speed test (it
+# times only a kernel that passed every check): compute-sanitizer follows every process its child starts, and the
+# daemon his C++ forks there breaks his kernel's next launch ("unspecified launch failure" on cudaFree, H100 host);
+# CUDA does not support fork in a process that uses it
+SANDBOXED = {"eve": passed(L0, *PY_TESTS), "grace": set(),
+             "frank": passed(L3, *CUDA_TESTS, *SPEED) if cpu_mode() else passed(L3, *(t for t in CUDA_TESTS
+                                                                                   if t != "memory"))}
 EXPECTED_PASSES.update(SANDBOXED)
 TAMPERED = ("mallory", "trent", "oscar", "ivan", "peggy", "rex", "sybil", "trudy", "victor")
 MARKERS = ("rex-was-here", "sybil-was-here", "trudy-was-here")  # what an attack's code touches if it ever runs
