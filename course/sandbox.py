@@ -40,7 +40,6 @@ import resource
 import shutil
 import signal
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -174,7 +173,8 @@ def _become(uid):
 def memory_bound():
     """The memory one sandbox's processes may hold together: half the machine's, at least 2 GB (a quarter, 6 GB in CI,
     stopped a notebook's kernel whose checks' one-thread contract grew it to 6.4 GB, 2026-12-05)."""
-    return max(2 << 30, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
+    page = os.sysconf("SC_PAGE_SIZE")  # in whole pages: the kernel rounds a limit down to them (an odd count of pages)
+    return max(2 << 30, os.sysconf("SC_PHYS_PAGES") // 2 * page)
 
 
 def _own_groups():
@@ -467,33 +467,65 @@ def user_of(folder):
     return uid if uid >= UID_BASE else None
 
 
+def _status(pid):
+    """A process's /proc status as {field: value}, None once it has ended."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+    except OSError:
+        return None
+
+
+def _of(fields, uid):
+    """Whether a status is a live process's (zombies left out: dead, waiting to be reaped) whose real user is uid."""
+    return fields is not None and str(uid) in fields.get("Uid", "").split()[:1] and \
+        not fields.get("State", "").strip().startswith("Z")
+
+
 def processes_of(uid):
-    """The pids of a user's live processes (zombies left out: they are dead, waiting to be reaped). Read from each
-    process's status: a process that changed its user is not dumpable, and its /proc folder belongs to root."""
-    pids, wanted_ = [], str(uid)
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/status") as f:
-                    fields = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
-            except OSError:
-                continue  # it ended meanwhile
-            if wanted_ in fields.get("Uid", "").split()[:1] and not fields.get("State", "").strip().startswith("Z"):
-                pids.append(int(entry))
-    return pids
+    """The pids of a user's live processes. Read from each process's status: a process that changed its user is not
+    dumpable, and its /proc folder belongs to root."""
+    return [int(e) for e in os.listdir("/proc") if e.isdigit() and _of(_status(e), uid)]
 
 
-def sweep(uid):
-    """Kills every process of a sandbox's user: what it left running, however it detached itself."""
-    if uid is None or uid < UID_BASE or os.geteuid() != 0:
+def _kill(pid, uid):
+    """SIGKILL to pid while it is a process of uid: through a pidfd, so never a process that took its number since (pids
+    wrap: a fork bomb's thousands of processes go through a 32,768-pid host in a few checks)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except OSError:
         return
-    for round_ in range(50):  # a fork bomb forks while it is being killed; NPROC bounds it, a few rounds end it
-        if not processes_of(uid):
-            return
-        # kill(-1) as that user signals exactly its processes, wherever they moved (a session, a group of their own)
-        subprocess.run(["/bin/sh", "-c", "kill -9 -1"], user=uid, group=uid, extra_groups=[],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(0.001 * round_)
+    try:
+        if _of(_status(pid), uid):
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+SWEEP = 60  # seconds sweep() waits for a sandbox's processes to be gone: a killed process on a host short of memory
+# takes a while to exit (a fork bomb's copies of a torch process give back gigabytes of page tables)
+
+
+def sweep(uid, seconds=SWEEP):
+    """Kills every process of a sandbox's user, however it detached itself, and waits until none is left (it forks while
+    being killed: a fork bomb, a daemon's double fork). Whether none is left; the grader's own signals, never a shell
+    run as that user (which a host out of processes or memory cannot start: what it left then ran on)."""
+    if uid is None or uid < UID_BASE or os.geteuid() != 0:
+        return True
+    deadline = time.monotonic() + seconds
+    while True:
+        left = processes_of(uid)
+        if not left:
+            return True
+        if time.monotonic() > deadline:
+            print(f"course.sandbox: {len(left)} process(es) of sandbox user {uid} still there after {seconds} s: "
+                  f"{left[:10]}", file=sys.stderr)
+            return False
+        for pid in left:
+            _kill(pid, uid)
+        time.sleep(0.005)
 
 
 def copy_out(src, dst, limit=FSIZE):

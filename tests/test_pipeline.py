@@ -281,7 +281,17 @@ def test_attacks_from_student_processes_change_nothing_outside_their_sandbox(gra
                    "frank-opened-a-socket", "frank-connected"):
         assert not list(graded.rglob(marker)) and not (build_root() / marker).exists(), marker
     left = [pid for pid in os.listdir("/proc") if pid.isdigit() and _named(pid, ("frank-daemon", "grace-bomb"))]
-    assert not left, "a process a check started is still running after it"
+    assert not left, ("a process a check started is still running after it (its user, parent and state): " +
+                      "; ".join(_who(pid) for pid in left[:5]))
+
+
+def _who(pid):
+    try:
+        fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    except OSError:
+        return f"{pid}: gone"
+    return f"{pid} {fields['Name'].strip()} uid {fields['Uid'].split()[0]} ppid {fields['PPid'].strip()} " \
+           f"{fields['State'].strip()}"
 
 
 def _named(pid, names):

@@ -208,11 +208,8 @@ def test_a_fork_bomb_is_bounded_and_killed_when_its_sandbox_ends():
     (children, uid), folder = in_sandbox(attempt, end=False)
     assert 0 < children < sandbox.NPROC
     assert sandbox.processes_of(uid)
-    sandbox.end(folder)
+    sandbox.end(folder)  # returns once they are gone, not only signalled
     assert not folder.exists()
-    deadline = time.monotonic() + 10  # killed: gone once the system has reaped them
-    while sandbox.processes_of(uid) and time.monotonic() < deadline:
-        time.sleep(0.05)
     assert not sandbox.processes_of(uid)
     assert not any(os.path.exists(g) for g in sandbox.group_folders(uid))
 
@@ -407,9 +404,6 @@ def test_a_grading_run_ends_every_sandbox_it_made_however_it_was_stopped(tmp_pat
     uid, folder = in_sandbox(attempt, end=False)
     assert folder.parent == sandbox.base() and sandbox.processes_of(uid)
     sandbox.end_all(tmp_path / "course-sandboxes")
-    deadline = time.monotonic() + 10
-    while sandbox.processes_of(uid) and time.monotonic() < deadline:
-        time.sleep(0.05)
     assert not sandbox.processes_of(uid) and not list(sandbox.base().iterdir())
 
 
