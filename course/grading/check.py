@@ -132,6 +132,115 @@ def example_results(assignment, student, tests=(), progress=print):
     return try_answers(assignment, {**released_stubs(assignment), **files}, tests, progress)
 
 
+# ---- what the memory and race checks can show: the solution, with what each looks for taken out ----------------------
+BARRIER = re.compile(r"__syncthreads\(\)\s*;")
+GUARD = re.compile(r"\bif\s*\(((?:[^()]|\([^()]*\))*?(?<![<>])[<>]=?(?![<>])(?:[^()]|\([^()]*\))*)\)(\s*return\b)?")
+MUTANTS = {"race": "the __syncthreads()", "memory": "the guard"}
+
+
+def mutants(mode, code):
+    """[(line, mutant)] of a CUDA solution with one thing its mode's check looks for taken out: a barrier
+    (race), or a guard (memory: an `if (... < ...)` made always true, an `if (... >= ...) return` never)."""
+    if mode == "race":
+        return [(code[:m.start()].count("\n") + 1, code[:m.start()] + code[m.end():]) for m in BARRIER.finditer(code)]
+    out = []
+    for m in GUARD.finditer(code):
+        line_end = code.find("\n", m.end())
+        if code[m.end():line_end if line_end >= 0 else None].rstrip().endswith(":"):
+            continue  # a Python if
+        cond = "false" if m.group(2) else "true"
+        out.append((code[:m.start()].count("\n") + 1, f"{code[:m.start(1)]}{cond}{code[m.end(1):]}"))
+    return out
+
+
+@contextlib.contextmanager
+def _probing(mode, name, seen):
+    """Every Exercise's `mode` check runs the sizes of case `name` (None: its own), and seen gets the Exercise."""
+    from ..harness.exercise import Exercise
+    own = Exercise.probed
+
+    def probed(self, m):
+        if m == mode:
+            seen.append(self)
+            if name is not None:
+                return (name,)
+        return own(self, m)
+    Exercise.probed = probed
+    try:
+        yield
+    finally:
+        Exercise.probed = own
+
+
+def probe_problems(assignment, progress=print, only=None):
+    """What an exercise's memory and race checks cannot show: its solution with each guard (memory) or barrier
+    (race) taken out in turn, through that check alone. A mutant the check passes is a problem line, naming the
+    exercise's other sizes that would catch it (tried as the probe) or saying none does. only: those solution
+    grade_ids."""
+    from ..harness.rungs import CUDA
+    problems = []
+    for e in assignment.exercises().values():
+        if only is not None and e.grade_id not in only:
+            continue
+        modes = {}
+        for test in e.tests:
+            args = check_call(_cell_source(assignment, e.notebook, e.prefix + test))[2]
+            if args and args[0] in MUTANTS:
+                modes[args[0]] = e.prefix + test
+        if not modes:
+            continue
+        solution = _cell_source(assignment, e.notebook, e.grade_id)
+        cells = source_cells(assignment, e.notebook, {e.grade_id: solution}, lambda gid, call: gid in modes.values())
+        at = next(k for k, (_, code) in enumerate(cells) if code is solution)
+        label = f"{assignment.name}/{e.notebook}"
+        ns = {"__name__": "__main__"}
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            verdicts, _ = run_cells(cells, label, ns)
+        for mode, gid in modes.items():
+            if not verdicts[gid]["passed"]:
+                problems.append(f"{e.notebook}/{gid}: the solution fails its own {mode} check: "
+                                f"{verdicts[gid]['message'].splitlines()[0][:300]}")
+                continue
+            test = next(code for t, code in cells if t == gid)
+            found = mutants(mode, solution)
+            progress(f"{label}: {gid}: the solution with each of its {len(found)} "
+                     f"{'barriers' if mode == 'race' else 'guards'} taken out")
+            for line, mutant in found:
+                if _caught(label, ns, solution, mutant, gid, test, mode, None, []):
+                    continue
+                seen = []
+                _caught(label, ns, solution, solution, gid, test, mode, None, seen)  # the Exercise it checks
+                own = seen[0].probed(mode) if seen else ()
+                others = [c for c in (seen[0].case_names[CUDA.sizes] if seen else ()) if c not in own and c != "random"]
+                would = [c for c in others if _caught(label, ns, solution, mutant, gid, test, mode, c, [])]
+                problems.append(
+                    f"{e.notebook}/{gid}: the {mode} check cannot show a missing {MUTANTS[mode][4:]}: the solution with "
+                    f"{MUTANTS[mode]} on line {line} of its cell taken out passes it on the {', '.join(own)} sizes; " +
+                    (f"the {would[0]} sizes would catch it (probe={would[0]!r} on the topic's Exercise"
+                     + (", or edges" if mode == "memory" else "") + ")" if would else
+                     "none of its other sizes would: add a case " +
+                     ("with a block of several warps and several tiles (a race inside one warp goes unseen)"
+                      if mode == "race" else "whose size is not a multiple of the block (threads past the end)")))
+    return problems
+
+
+def _cell_source(assignment, notebook, grade_id):
+    """The source of a source notebook's cell with grade_id."""
+    nb = assignment.read(assignment.root / "source" / assignment.name / f"{notebook}.ipynb")
+    cell = next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id)
+    return cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+
+
+def _caught(label, ns, solution, mutant, gid, test, mode, probe, seen):
+    """Whether the check in test fails `mutant` put in place of the solution (probe: the case its mode runs instead of
+    its own), the notebook's namespace ns restored to the solution's after."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+            _probing(mode, probe, seen):
+        verdicts, _ = run_cells([(None, mutant), (gid, test)], label, ns)
+        run_cells([(None, solution)], label, ns)
+    return not verdicts[gid]["passed"]
+
+
 def table(results, width=100):
     """The verdicts as a plain-text table: exercise, test, verdict and the message's first lines."""
     rows = [("exercise", "test", "verdict", "message")]
@@ -153,7 +262,7 @@ def expected_losses(assignment):
         raise CourseError(f"{path}: not a JSON object of student -> [notebook/grade_id, ...] ({e})") from None
 
 
-def check(root, name, answer=None, exercise=None, tests=None, corpus=True):
+def check(root, name, answer=None, exercise=None, tests=None, corpus=True, probes=True):
     """`course check`: 0 when the assignment could be released and every answer tried got the verdicts expected."""
     root = course_root(root)
     require_assignment(root, name)
@@ -182,7 +291,13 @@ def check(root, name, answer=None, exercise=None, tests=None, corpus=True):
         return 1
     print(f"{name}: declared whole ({len(assignment.notebooks)} notebooks, {len(assignment.exercises())} "
           "exercises); `course release` would accept it")
-    wrong = 0
+    blind = probe_problems(assignment, progress=lambda line: print("  " + line)) if probes else []
+    for line in blind:
+        print("PROBLEM " + line)
+    if probes:
+        print(f"the memory and race checks: {len(blind)} cannot show what they look for" if blind else
+              "the memory and race checks: each catches its solution with a guard or a barrier taken out")
+    wrong = len(blind)
     expected = expected_losses(assignment)
     for student in assignment.students():
         results = example_results(assignment, student, tests, progress=lambda line: print("  " + line))

@@ -85,13 +85,13 @@ def _check(args):
     os.environ.setdefault("MPLBACKEND", "Agg")  # the notebooks' plots are not shown here
     from .check import check
     return check(args.root, args.assignment, answer=args.answer, exercise=args.exercise, tests=args.case,
-                 corpus=not args.no_corpus)
+                 corpus=not args.no_corpus, probes=not args.no_probes)
 
 
 def _new(args):
     from .layout import course_root
     from .scaffold import scaffold
-    written = scaffold(args.root, args.assignment, rungs=args.rungs)
+    written = scaffold(args.root, args.assignment, rungs=args.rungs, triton=args.triton)
     root = course_root(args.root)
     print(f"wrote {len(written)} files for {args.assignment}:\n  " + "\n  ".join(str(p.relative_to(root)) for p in written))
     print(f"next: python -m course check {args.assignment} (the declaration, the examples and the corpus, nothing "
@@ -218,12 +218,17 @@ def parser():
     c.add_argument("--case", action="append", help="only this test, e.g. tiny (repeatable; speed runs only so)")
     c.add_argument("--no-corpus", action="store_true", help="leave out the corpus (tests/corpus/NAME/), which runs "
                    "last")
+    c.add_argument("--no-probes", action="store_true", help="leave out trying the memory and race checks on the "
+                   "solutions with a guard or a barrier taken out (whether their sizes can show what they look for)")
 
     c = command("new", _new, "Writes a new assignment to edit, declared whole: a notebook per rung in source/NAME/ "
                 "(reference, exercise, checks), course/topics/NAME.py (cases, comparison, hints), example students "
                 "in examples/NAME/ and a corpus skeleton in tests/corpus/NAME/. As written it is SAXPY (out = a*x + "
                 "y) and releases and grades at once.")
     c.add_argument("--rungs", type=int, default=4, help="how many rungs: 1 (the Python loop) to 4 (up to CUDA C)")
+    c.add_argument("--triton", action="store_true", help="add the Triton rung after CUDA C (05_L4_triton: a "
+                   "@triton.jit kernel and its launch function, its check, its examples and corpus answers); needs "
+                   "all 4 rungs")
 
     c = command("examples", _examples, "Writes submitted/<student>/<assignment>/ for each example student of "
                 "examples/<assignment>/ (their answers in the released notebooks), to grade as a class; --table "
