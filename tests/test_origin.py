@@ -42,6 +42,68 @@ def test_owner_is_the_lessons_index_inverted(element, shape, grid, block, want):
     assert owner(element, shape, grid, block) == want
 
 
+def test_owner_follows_how_the_exercise_gives_its_threads_the_output():
+    # a row-wise kernel: thread i has row i; an element of row 3 belongs to thread 3, whatever its column
+    assert owner(3 * 37 + 20, (7, 37), (1, 1, 1), (256, 1, 1), work="row") == ((0, 0, 0), (3, 0, 0))
+    assert owner(3 * 37 + 20, (7, 37), (1, 1, 1), (2, 1, 1), work="row") is None    # 2 threads for 7 rows
+    assert owner(5, (256,), (4, 1, 1), (256, 1, 1), work="shared") is None          # a histogram's count
+    facts = {"launch": ["hist_k", [4, 1, 1], [256, 1, 1]], "shape": [256],
+             "values": [{"value": 3, "fill": False}, {"value": 3, "fill": False}]}
+    assert describe_cuda(facts, 5, "shared") == ["a thread wrote 3 there (the same in two runs with different fills)."]
+    facts = {"launch": ["row_k", [1, 1, 1], [256, 1, 1]], "shape": [7, 37]}
+    assert "thread 3 of block 0 (blockIdx.x = 0, threadIdx.x = 0) should" not in describe_cuda(facts, 3 * 37, "row")[0]
+    assert "thread 3 of block 0 (blockIdx.x = 0, threadIdx.x = 3) should write it (its row, 3: i = " in \
+        describe_cuda(facts, 3 * 37 + 20, "row")[0]
+
+
+def _row_exercise(work):
+    from course.harness.exercise import Case, Exercise, wrong_elements
+    from course.harness.rungs import PYTHON
+
+    def cases(case, seed, rung):
+        return [Case("a (20, 37) matrix", (torch.arange(20 * 37, dtype=torch.float32).view(20, 37),))]
+
+    def judge(yours, case, what, never=None):
+        bad = yours != case.args[0] * 2
+        if bad.any():
+            unwritten = never is not None and bool(never[bad].all())
+            raise wrong_elements(f"{what}: {int(bad.sum())} elements are wrong" + (", never written" if unwritten
+                                 else "") + "\nHint: the checker cannot name it.", bad)
+    return Exercise(name="doubled_rows", topic=__name__, cases=cases, case_names={PYTHON.sizes: ("ragged",)},
+                    judge=judge, out_dtype=torch.float32, out_numel=lambda case: case.args[0].numel(), work=work)
+
+
+def test_a_row_wise_kernel_is_told_about_its_rows_not_its_elements():
+    from course.harness.python import check_python
+
+    def k(blockidx, threadidx, blockdim, x, out, h, w):
+        i = blockidx * blockdim + threadidx
+        if i < h:
+            for j in range(w - 1):  # one column short
+                out[i * w + j] = x[i * w + j] * 2
+
+    def doubled(x):
+        h, w = x.shape
+        out = torch.empty(h * w)
+        blk_kernel(k, cdiv(h, 32), 32, x.flatten(), out, h, w)
+        return out.view(h, w)
+    # 32 threads for 20 rows is enough: what an element-wise reading says ("some got no thread") is false here
+    told = message(check_python, _row_exercise("element"), doubled, "ragged")
+    assert "so some got no thread" in told
+    text = message(check_python, _row_exercise("row"), doubled, "ragged")
+    assert "got no thread" not in text and "no thread has" not in text, text
+    assert "thread 0 of block 0 (blockidx = 0, threadidx = 0) should write its row, row 0." in text, text
+    assert re.search(r"run alone: .*\bi = 0, j = 35; it wrote out\[0\], out\[1\]", text), text
+
+    def too_few(x):
+        h, w = x.shape
+        out = torch.empty(h * w)
+        blk_kernel(k, h // 16, 16, x.flatten(), out, h, w)  # 16 threads for 20 rows
+        return out.view(h, w)
+    text = message(check_python, _row_exercise("row"), too_few, "ragged")
+    assert "blk_kernel ran 16 threads (1 block of 16) for 20 rows, so some got no thread" in text, text
+
+
 def test_the_facts_of_a_probe_are_stated_in_the_launchs_own_terms():
     facts = {"launch": ["rgb2grey_k", [2, 1, 1], [256, 1, 1]], "shape": [7, 37],
              "values": [{"value": 171, "fill": True}, {"value": 92, "fill": True}],
@@ -194,3 +256,14 @@ def test_a_gpu_split_build_notes_its_launch_so_the_probe_needs_no_profiler():
     assert build_report(module)["how"] == "split"
     module.rgb_to_grayscale(torch.zeros(3, 7, 37, dtype=torch.uint8, device="cuda"))
     assert _noted_launch(ctypes.CDLL(module.__file__)) == ["rgb2grey_k", [2, 1, 1], [256, 1, 1]]
+
+
+def test_a_histograms_wrong_count_names_no_thread_as_its_owner():
+    # every thread adds into the counts (Exercise.work "shared"): no count has a thread that should write it
+    from course.topics.mechanical import check_histogram_cuda
+    from tests.test_release import ROOT
+    ns = {"cuda_begin": cuda_begin, "cpp_src": "", "load_cuda": lambda *args, **kwargs: None}
+    exec((ROOT / "tests/corpus/drills/d9_hist_counts_uninitialised/drill9_histogram_cuda.py").read_text(), ns)
+    text = message(check_histogram_cuda, ns["hist_src"], "small")
+    assert "counts are wrong" in text and "no thread wrote it" in text, text
+    assert "where it comes from" not in text and "should write it" not in text, text

@@ -550,9 +550,10 @@ def timeout_hint(tb, ran, seconds):
 
 # ---- what the runners did during one check ---------------------------------------------------------------------
 
-def runner_hint(ran, n_out, nothing_written=False, unwritten=None):
+def runner_hint(ran, n_out, nothing_written=False, unwritten=None, unit="element"):
     """A hint from what run_kernel/blk_kernel did during a call whose output has unwritten elements, or None.
 
+    n_out: the threads the lesson's kernel needs, one a unit ("element", or "row": Exercise.threads_for), or None;
     nothing_written: no element of the output was written (then even no runner at all says something);
     unwritten: where the output still holds the fill value (a 2D grid that covers the output but left whole rows
     or columns unwritten took its row from x, its column from y)."""
@@ -568,18 +569,18 @@ def runner_hint(ran, n_out, nothing_written=False, unwritten=None):
             return (f"run_kernel ran no thread: it was called with times = {launches[-1][1]}. Pass the number of "
                     "elements.")
         blocks, per = launches[-1][1], launches[-1][2]
-        return (f"{kind} ran no thread: it was called with {blocks} blocks of {per} threads for {n_out:,} "
-                f"element{'' if n_out == 1 else 's'}. "
+        need = "" if n_out is None else f" for {n_out:,} {unit}{'' if n_out == 1 else 's'}"
+        return (f"{kind} ran no thread: it was called with {blocks} blocks of {per} threads{need}. "
                 f"n // threads is 0 when n < threads: blocks = cdiv(n, threads) rounds up.")
     if returned:
         who = ran.get("returned_by") or "your kernel"
         return (f"{who} returned a value in {returned:,} of {threads:,} threads, and the runner throws a kernel's "
                 f"return value away: store the result into the output instead, {_store(ran)} = ... (a kernel returns "
                 "nothing).")
-    if threads < n_out:
+    if n_out is not None and threads < n_out:
         blocks = launches[-1][1]
         grid = (f" ({blocks} block{'' if blocks == 1 else 's'} of {launches[-1][2]})" if kind == "blk_kernel" else "")
-        return (f"{kind} ran {threads:,} threads{grid} for {n_out:,} elements, so some got no thread: "
+        return (f"{kind} ran {threads:,} threads{grid} for {n_out:,} {unit}s, so some got no thread: "
                 "blocks = cdiv(n, threads) rounds up (n // threads rounds down).")
     if unwritten is not None and unwritten.dim() == 2 and kind.startswith("blk_kernel2d"):
         return _swapped_axes(launches[-1], unwritten, python_words(ran.get("kernel")))

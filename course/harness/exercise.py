@@ -17,6 +17,13 @@ class Case:
     words: dict = field(default_factory=dict)  # the lesson's names for hints: the runner's rung, the student's own names
 
 
+WORK = {  # Exercise.work: what the facts about a wrong element and the runners' hints take a thread to own
+    "element": "thread i writes output element i (a 2D launch: the row from y, the column from x)",
+    "row": "thread i writes row i of a 2D output (a row-wise kernel: a softmax, a normalisation)",
+    "shared": "threads add into elements others add to (a histogram, a reduction): no element has a thread of its own",
+}
+
+
 @dataclass(frozen=True)
 class Exercise:
     """What a topic declares for one exercise; the runners do the rest for every topic alike."""
@@ -38,6 +45,17 @@ class Exercise:
     one_thread: dict = field(default_factory=dict)  # a Python kernel's share of the output (harness/contract.py):
                                                  # element: (one, many) as messages name it; default one element
                                                  # per thread index
+    work: str = "element"                        # how the lesson's kernel gives its threads the output (WORK)
+
+    def __post_init__(self):
+        if self.work not in WORK:
+            raise ValueError(f"Exercise {self.name}: work={self.work!r}; choose one of {', '.join(WORK)}")
+
+    def threads_for(self, case, out):
+        """The threads the lesson's kernel needs for a case, its output tensor out (WORK); None where that says nothing."""
+        if self.work == "row" and isinstance(out, torch.Tensor) and out.dim() == 2:
+            return out.shape[0]
+        return self.out_numel(case) if self.work != "shared" else None
 
     def inputs(self, case, seed, rung):
         """The cases of a named input case for a Rung (harness/rungs.py), with a clear error for an unknown name or a missing seed."""

@@ -25,11 +25,19 @@ OTHER_FILL = 0x5C  # the second run's fill byte: an element that holds each run'
 SHOWN = 6          # elements a lone thread wrote, listed
 
 
-def owner(element, shape, grid, block):
-    """((bx, by, bz), (tx, ty, tz)) of the thread that writes output element (a flat index) by the lessons' index:
-    i = blockIdx.x*blockDim.x + threadIdx.x for a 1D launch; row from y and column from x for a 2D launch over a 2D
-    output. None when the launch has no such thread (or no such mapping)."""
-    if grid[1] == grid[2] == 1 and block[1] == block[2] == 1:
+def owner(element, shape, grid, block, work="element"):
+    """((bx, by, bz), (tx, ty, tz)) of the thread that writes output element (a flat index) by the lessons' index
+    (Exercise.work): i = blockIdx.x*blockDim.x + threadIdx.x for a 1D launch, i the element or (work "row") its row;
+    row from y and column from x for a 2D launch over a 2D output. None when the launch has no such thread, or the
+    work gives no element a thread of its own."""
+    if work == "shared":
+        return None
+    one_d = grid[1] == grid[2] == 1 and block[1] == block[2] == 1
+    if work == "row":
+        if not one_d or len(shape) != 2:
+            return None
+        element //= shape[1]
+    if one_d:
         b, t = divmod(element, block[0])
         return ((b, 0, 0), (t, 0, 0)) if b < grid[0] else None
     if len(shape) != 2 or grid[2] != 1 or block[2] != 1:
@@ -93,22 +101,26 @@ def _listed(flat, count):
     return f"element {shown}" if count == 1 else f"{count:,} elements ({shown})"
 
 
-def describe_cuda(facts, element):
-    """The lines of facts a CUDA check's probe found about output element."""
+def describe_cuda(facts, element, work="element"):
+    """The lines of facts a CUDA check's probe found about output element (work: Exercise.work)."""
     lines = []
     launch, shape = facts.get("launch"), facts.get("shape") or []
-    if launch:
+    if launch and work != "shared":
         name, grid, block = launch
         one_d = grid[1] == grid[2] == 1 and block[1] == block[2] == 1
         dims = ", ".join(str(g[0]) if g[1] == g[2] == 1 else f"({g[0]}, {g[1]}, {g[2]})" for g in (grid, block))
-        who = owner(element, shape, grid, block)
-        if who is None:
+        who = owner(element, shape, grid, block, work)
+        if who is None and work == "row" and not (one_d and len(shape) == 2):
+            pass  # a row-wise kernel on another launch: which thread has the row is the kernel's own business
+        elif who is None:
             span = (f"{grid[0] * block[0]:,} threads" if one_d else
                     f"{grid[0] * block[0]:,} threads across and {grid[1] * block[1]:,} down")
             lines.append(f"where it comes from: your launch {name}<<<{dims}>>> has no thread for it ({span}).")
         else:
             index = ("i = blockIdx.x*blockDim.x + threadIdx.x" if one_d else
                      "col = blockIdx.x*blockDim.x + threadIdx.x, row = blockIdx.y*blockDim.y + threadIdx.y")
+            if work == "row":
+                index = f"its row, {element // shape[1]:,}: {index}"
             lines.append(f"where it comes from: in your launch {name}<<<{dims}>>>, {_cuda_thread(who, one_d)} should "
                          f"write it ({index}).")
     if facts.get("values"):
@@ -142,9 +154,15 @@ def cuda_facts(job, element, case):
         except (wire.Unreadable, ValueError):
             return []
     try:
-        return describe_cuda(facts, element)
+        return describe_cuda(facts, element, _work(job))
     except Exception:  # the facts are a help: never let reading them hide the verdict
         return []
+
+
+def _work(job):
+    """The Exercise.work of a job's exercise ("element" where the job names none)."""
+    from .exercise import exercise_named
+    return exercise_named(tuple(job.exercise)).work if job.exercise else "element"
 
 
 # ---- in the child: the runs that find the facts ------------------------------------------------------------------
@@ -220,7 +238,7 @@ def probe(job_path, result_path):
             values.append({"value": cell.item(), "fill": bool((cell.view(torch.uint8) == fill).all())})
         facts["values"] = values
         launch = facts["launch"]
-        who = owner(job.element, facts["shape"], launch[1], launch[2]) if launch else None
+        who = owner(job.element, facts["shape"], launch[1], launch[2], _work(job)) if launch else None
         if who and job.cpu and hasattr(lib, "cuda_cpu_watch"):
             lib.cuda_cpu_watch(1, *who[0], *who[1])
             try:
@@ -304,18 +322,23 @@ def _replay(kernel, call, args):
     return seen, writes, error
 
 
-def python_facts(yours, element, ran):
-    """The facts about a Python rung's wrong element: the thread that should write it (by the last launch), whether it
-    holds the fill, and that thread replayed alone: its index variables and what it wrote. [] without a launch."""
+def python_facts(yours, element, ran, work="element"):
+    """The facts about a Python rung's wrong element: the thread that should write it (by the last launch and
+    Exercise.work), whether it holds the fill, and that thread replayed alone: its index variables and what it wrote.
+    [] without a launch, or where the work gives no element a thread of its own."""
     from ..ladder import CheckedTensor, dim3
     launches, kernel, args = ran.get("launches"), ran.get("kernel"), ran.get("args")
-    if not launches or kernel is None or args is None or not isinstance(yours, torch.Tensor):
+    if not launches or kernel is None or args is None or not isinstance(yours, torch.Tensor) or work == "shared":
+        return []
+    if work == "row" and (yours.dim() != 2 or launches[-1][0] not in ("run_kernel", "blk_kernel")):
         return []
     launch = launches[-1]
     kind = launch[0]
     outputs = [k for k, a in enumerate(args) if isinstance(a, CheckedTensor)
                and a.tensor.untyped_storage().data_ptr() == yours.untyped_storage().data_ptr()]
     k = (element + yours.storage_offset() - args[outputs[0]].tensor.storage_offset()) if outputs else element
+    if work == "row":
+        k //= yours.shape[1]
     if kind == "run_kernel":
         times = launch[1]
         if isinstance(times, tuple):
@@ -342,8 +365,9 @@ def python_facts(yours, element, ran):
         span = (f"{kind} ran {blocks.x * threads.x} threads across and {blocks.y * threads.y} down")
     else:
         return []
-    lines = [f"where it comes from: {who} should write it." if who else
-             f"where it comes from: no thread has it ({span})."]
+    its = f"its row, row {k:,}" if work == "row" else "it"
+    lines = [f"where it comes from: {who} should write {its}." if who else
+             f"where it comes from: no thread has {its} ({span})."]
     never = unwritten(yours)
     if never is not None:
         flat = yours.reshape(-1)

@@ -193,7 +193,7 @@ def judge_histogram(yours, case, what, unwritten=None):
 HISTOGRAM = Exercise(
     name="histogram", topic=__name__, cases=histogram_cases, judge=judge_histogram, out_dtype=torch.int32,
     case_names={"cuda": ("small", "photo", "one_value"), "modes": ("memory", "integrity")}, probe="small",
-    out_numel=lambda case: 256, bindings={"cuda": Binding("histogram", HIST_CPP_SRC)},
+    out_numel=lambda case: 256, bindings={"cuda": Binding("histogram", HIST_CPP_SRC)}, work="shared",
     hints={"memory": "a thread past the last value must do nothing: guard with `if (i < n)`.",
            "computes": "every count"})
 
