@@ -140,17 +140,31 @@ MUTANTS = {"race": "the __syncthreads()", "memory": "the guard"}
 
 def mutants(mode, code):
     """[(line, mutant)] of a CUDA solution with one thing its mode's check looks for taken out: a barrier
-    (race), or a guard (memory: an `if (... < ...)` made always true, an `if (... >= ...) return` never)."""
+    (race), or a guard in a kernel (memory: an `if (... < ...)` made always true, an `if (... >= ...) return` never)."""
     if mode == "race":
         return [(code[:m.start()].count("\n") + 1, code[:m.start()] + code[m.end():]) for m in BARRIER.finditer(code)]
-    out = []
+    out, kernels = [], _kernel_spans(code)
     for m in GUARD.finditer(code):
-        line_end = code.find("\n", m.end())
-        if code[m.end():line_end if line_end >= 0 else None].rstrip().endswith(":"):
-            continue  # a Python if
+        if not any(a <= m.start() < b for a, b in kernels):
+            continue  # the host code's (`if (n > 0)` around a launch), or Python's
         cond = "false" if m.group(2) else "true"
         out.append((code[:m.start()].count("\n") + 1, f"{code[:m.start(1)]}{cond}{code[m.end(1):]}"))
     return out
+
+
+def _kernel_spans(code):
+    """[(start, end)] of each __global__ function's body in a CUDA source."""
+    spans = []
+    for m in re.finditer(r"__global__\b", code):
+        start = code.find("{", m.end())
+        depth, k = 0, start
+        while 0 <= k < len(code):
+            depth += {"{": 1, "}": -1}.get(code[k], 0)
+            if depth == 0:
+                spans.append((start, k))
+                break
+            k += 1
+    return spans
 
 
 @contextlib.contextmanager
@@ -203,8 +217,10 @@ def probe_problems(assignment, progress=print, only=None):
                 continue
             test = next(code for t, code in cells if t == gid)
             found = mutants(mode, solution)
-            progress(f"{label}: {gid}: the solution with each of its {len(found)} "
-                     f"{'barriers' if mode == 'race' else 'guards'} taken out")
+            noun = "barrier" if mode == "race" else "guard"
+            some = {0: f"has no {noun} in a CUDA kernel to take out", 1: f"with its {noun} taken out"}.get(
+                len(found), f"with each of its {len(found)} {noun}s taken out")
+            progress(f"{label}: {gid}: the solution {some}")
             for line, mutant in found:
                 if _caught(label, ns, solution, mutant, gid, test, mode, None, []):
                     continue
