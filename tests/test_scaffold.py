@@ -1,6 +1,7 @@
 """`course new`: an assignment scaffolded whole releases, grades, gives feedback and exports as generated, and its
 notebooks pass nbval. SAXPY (out = a*x + y), whose function takes a scalar, in a course folder of its own (the
-scaffold writes its topic module into the course package, so that folder holds a copy of the package)."""
+scaffold writes its topic module into the course package, so that folder holds a copy of the package). With --triton
+it also releases, grades its examples with the Triton rung's and passes `course check`."""
 import csv
 import json
 import os
@@ -26,15 +27,25 @@ def course(folder, *args, check=True):
     return proc
 
 
-@pytest.fixture(scope="session")  # a module's fixture is torn down whenever xdist runs another module's test in between
-def saxpy(tmp_path_factory):
+def scaffolded(tmp_path_factory, *options):
+    """(folder, what `course new saxpy OPTIONS` said, the files it wrote) in a course folder of its own."""
     folder = tmp_path_factory.mktemp("scaffold")
     shutil.copytree(ROOT / "course", folder / "course", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "nbgrader_config.py", folder)
     before = {p for p in folder.rglob("*") if p.is_file()}
-    proc = course(folder, "course", "new", "saxpy")
+    proc = course(folder, "course", "new", "saxpy", *options)
     written = {p for p in folder.rglob("*") if p.is_file()} - before
     return folder, proc.stdout, written
+
+
+@pytest.fixture(scope="session")  # a module's fixture is torn down whenever xdist runs another module's test in between
+def saxpy(tmp_path_factory):
+    return scaffolded(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def saxpy_triton(tmp_path_factory):
+    return scaffolded(tmp_path_factory, "--triton")
 
 
 def test_course_new_writes_notebooks_topic_examples_and_corpus(saxpy):
@@ -119,3 +130,30 @@ def test_course_check_fails_where_an_example_loses_other_tests_than_expected_jso
     proc = course(copy, "course", "check", "saxpy", check=False)
     assert proc.returncode == 1 and "PROBLEM assignment saxpy is not fully declared" in proc.stdout
     assert "calls check_saxpy, which no topic module exports" in proc.stdout and "example student" not in proc.stdout
+
+
+def test_course_new_triton_adds_a_triton_rung_that_releases_grades_and_checks(saxpy_triton):
+    folder, said, written = saxpy_triton
+    names = {str(p.relative_to(folder)) for p in written}
+    assert {"source/saxpy/05_L4_triton.ipynb", "examples/saxpy/alice/saxpy_triton.py",
+            "examples/saxpy/bob/saxpy_triton.py", "tests/corpus/saxpy/triton_store_unmasked/saxpy_triton.py"} <= names
+    assert f"wrote {len(written)} files" in said and len(written) == 24 + 3 + 14
+    for bad, why in ((["--rungs", "3"], "--triton adds the Triton rung after CUDA C"), ([], "exists already")):
+        proc = course(folder, "course", "new", "saxpy", "--triton", *bad, check=False)
+        assert proc.returncode == 2 and why in proc.stderr, (bad, proc.stderr)
+    course(folder, "course", "release", "saxpy")
+    write_submissions(folder / "examples", folder / "release", folder / "submitted", "saxpy")
+    course(folder, "course", "grade", "saxpy", "--workers", "2")
+    table = grades(f"sqlite:///{folder / 'gradebook.db'}", "saxpy", folder / "release")
+    assert {t for nb, t in table if nb == "05_L4_triton"} == {
+        f"saxpy_triton_{t}" for t in ("tiny", "ragged_sizes", "hidden_sizes", "memory", "integrity")}
+    lost = {s: {key for key, row in table.items() if row[s][0] < row[s][1]} for s in ("alice", "bob")}
+    assert lost == {"alice": set(),
+                    "bob": {("01_L0_loop", f"saxpy_py_{t}") for t in ("tiny", "ragged_sizes", "hidden_sizes")}}
+    checked = course(folder, "course", "check", "saxpy", "--no-corpus").stdout
+    assert "saxpy: declared whole (5 notebooks, 5 exercises)" in checked
+    # the CUDA kernel's guard taken out fails the memory check (the wrapper's `if (n > 0)` is host code, not tried)
+    assert "saxpy_cuda_memory: the solution with its guard taken out" in checked
+    assert "each catches its solution with a guard or a barrier taken out" in checked
+    assert "example student alice: lost 0 of 20 tests as expected.json says" in checked
+    assert "example student bob: lost 3 of 20 tests as expected.json says" in checked
