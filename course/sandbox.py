@@ -467,7 +467,7 @@ def user_of(folder):
     return uid if uid >= UID_BASE else None
 
 
-def _status(pid):
+def process_status(pid):
     """A process's /proc status as {field: value}, None once it has ended."""
     try:
         with open(f"/proc/{pid}/status") as f:
@@ -485,7 +485,7 @@ def _of(fields, uid):
 def processes_of(uid):
     """The pids of a user's live processes. Read from each process's status: a process that changed its user is not
     dumpable, and its /proc folder belongs to root."""
-    return [int(e) for e in os.listdir("/proc") if e.isdigit() and _of(_status(e), uid)]
+    return [int(e) for e in os.listdir("/proc") if e.isdigit() and _of(process_status(e), uid)]
 
 
 def _kill(pid, uid):
@@ -496,7 +496,7 @@ def _kill(pid, uid):
     except OSError:
         return
     try:
-        if _of(_status(pid), uid):
+        if _of(process_status(pid), uid):
             signal.pidfd_send_signal(fd, signal.SIGKILL)
     except OSError:
         pass

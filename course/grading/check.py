@@ -196,14 +196,14 @@ def probe_problems(assignment, progress=print, only=None):
     for e in assignment.exercises().values():
         if only is not None and e.grade_id not in only:
             continue
-        modes = {}
+        sources, modes = _sources(assignment, e.notebook), {}
         for test in e.tests:
-            args = check_call(_cell_source(assignment, e.notebook, e.prefix + test))[2]
+            args = check_call(sources[e.prefix + test])[2]
             if args and args[0] in MUTANTS:
                 modes[args[0]] = e.prefix + test
         if not modes:
             continue
-        solution = _cell_source(assignment, e.notebook, e.grade_id)
+        solution = sources[e.grade_id]
         cells = source_cells(assignment, e.notebook, {e.grade_id: solution}, lambda gid, call: gid in modes.values())
         at = next(k for k, (_, code) in enumerate(cells) if code is solution)
         label = f"{assignment.name}/{e.notebook}"
@@ -222,10 +222,9 @@ def probe_problems(assignment, progress=print, only=None):
                 len(found), f"with each of its {len(found)} {noun}s taken out")
             progress(f"{label}: {gid}: the solution {some}")
             for line, mutant in found:
-                if _caught(label, ns, solution, mutant, gid, test, mode, None, []):
+                seen = []  # the Exercise the check ran
+                if _caught(label, ns, solution, mutant, gid, test, mode, None, seen):
                     continue
-                seen = []
-                _caught(label, ns, solution, solution, gid, test, mode, None, seen)  # the Exercise it checks
                 own = seen[0].probed(mode) if seen else ()
                 others = [c for c in (seen[0].case_names[CUDA.sizes] if seen else ()) if c not in own and c != "random"]
                 would = [c for c in others if _caught(label, ns, solution, mutant, gid, test, mode, c, [])]
@@ -240,11 +239,11 @@ def probe_problems(assignment, progress=print, only=None):
     return problems
 
 
-def _cell_source(assignment, notebook, grade_id):
-    """The source of a source notebook's cell with grade_id."""
+def _sources(assignment, notebook):
+    """{grade_id: source} of a source notebook's cells that have one."""
     nb = assignment.read(assignment.root / "source" / assignment.name / f"{notebook}.ipynb")
-    cell = next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id)
-    return cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+    return {c["metadata"]["nbgrader"]["grade_id"]: c["source"] if isinstance(c["source"], str) else "".join(c["source"])
+            for c in nb["cells"] if "grade_id" in c.get("metadata", {}).get("nbgrader", {})}
 
 
 def _caught(label, ns, solution, mutant, gid, test, mode, probe, seen):
