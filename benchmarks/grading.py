@@ -34,6 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from course.device import nvidia_smi  # noqa: E402 (the course from this folder)
 
 SECRET = "benchmark secret"
 
@@ -124,7 +125,6 @@ class Sampler:
 
     def __init__(self):
         self.gpu, self.cpu, self.stop = [], [], threading.Event()
-        self.smi = shutil.which("nvidia-smi")
         self.thread = threading.Thread(target=self.run, daemon=True)
 
     def _cpu_times(self):
@@ -138,15 +138,12 @@ class Sampler:
             if t > total:
                 self.cpu.append(100.0 * (1 - (i - idle) / (t - total)))
             total, idle = t, i
-            if self.smi:
-                try:
-                    out = subprocess.run([self.smi, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
-                                         capture_output=True, text=True, timeout=5).stdout
-                    vals = [float(x) for x in out.split() if x.strip()]
-                    if vals:
-                        self.gpu.append(sum(vals) / len(vals))
-                except (OSError, ValueError, subprocess.TimeoutExpired):
-                    pass
+            try:
+                vals = [float(row[0]) for row in nvidia_smi("utilization.gpu", units=False, timeout=5) or ()]
+            except ValueError:  # "[N/A]"
+                vals = []
+            if vals:
+                self.gpu.append(sum(vals) / len(vals))
 
     def __enter__(self):
         self.thread.start()

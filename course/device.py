@@ -21,6 +21,24 @@ def has_gpu():
     return torch.cuda.is_available()
 
 
+def nvidia_smi(*fields, units=True, timeout=30):
+    """What nvidia-smi --query-gpu=FIELDS says: a list of values (strings) per GPU; [] without nvidia-smi, None when it
+    fails (no NVIDIA driver loaded) or gives no answer in timeout seconds."""
+    import shutil
+    import subprocess
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        out = subprocess.run([smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader" + ("" if units else ",nounits")],
+                             capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return [[v.strip() for v in line.split(",")] for line in out.stdout.splitlines() if line.strip()]
+
+
 def cpu_mode():
     """True when load_cuda builds kernels to run on the CPU: COURSE_CPU_MODE=1, or no GPU unless COURSE_CPU_MODE=0."""
     flag = os.environ.get("COURSE_CPU_MODE", "").strip()

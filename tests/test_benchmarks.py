@@ -1,12 +1,12 @@
 """The benchmarks' own kernels are right before they are timed (the notebooks' kernels are checked where they are taught), and
 the benchmarks stand on the course alone, never on the tests."""
 import ast
-from pathlib import Path
 
 import torch
 
 from benchmarks import matmul as bench
 from course import device, load_cuda
+from tests.support import ROOT
 
 
 def test_the_matmul_benchmarks_own_kernel_is_right_on_ragged_shapes():
@@ -29,7 +29,7 @@ def test_the_matmul_benchmark_times_the_triton_lessons_own_kernel_in_float32():
 
 
 def test_no_benchmark_imports_from_the_tests():
-    for path in sorted((Path(__file__).resolve().parent.parent / "benchmarks").glob("*.py")):
+    for path in sorted((ROOT / "benchmarks").glob("*.py")):
         tree = ast.parse(path.read_text())
         imported = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module] + \
             [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]

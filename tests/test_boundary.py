@@ -6,7 +6,8 @@ from pathlib import Path
 
 import grimp
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import ROOT
+
 HARNESS = ("course.harness", "course.isolation", "course.timing")
 
 

@@ -23,7 +23,7 @@ import nbformat
 import pytest
 
 from course.grading.submissions import answers_in, fill
-from tests.test_release import ROOT
+from tests.support import ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser"), pytest.mark.timeout(1200)]
 

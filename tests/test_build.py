@@ -4,7 +4,6 @@ import ast
 import json
 import os
 import re
-from pathlib import Path
 
 import pytest
 import torch
@@ -15,8 +14,8 @@ from course.toolchain.load import build_report
 from course.toolchain.toolkit import cuda_tool
 from course.topics.grayscale import CPP_SRC, CUDA_SRC
 from tests.host_idioms import IDIOMS
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 GREY_CPP = CPP_SRC
 GREY = CUDA_SRC.replace(">>>(\n            input", ">>>(input")  # the launch on one line: a column past it
 

@@ -34,34 +34,13 @@ from course.grading.layout import CourseError
 from course.grading.merge import remove_student
 from course.grading.submissions import write_submissions
 from course.grading.verify import disagreement_line, verification_source
+from tests.support import ROOT, SECRET, command_env, course, course_folder, nbgrader
 from tests.test_pipeline import EXPECTED_PASSES, L0, L3, L4
-from tests.test_release import ROOT, nbgrader
 
-SECRET = "the instructor's secret for these tests"
 COMMANDS = ("doctor", "release", "collect", "grade", "verify", "merge", "feedback", "export", "check", "new",
             "examples")
 CLASS = ("alice", "bob", "carol", "dave", "mallory")  # examples/ and tests/tamper/: right, mistakes, nothing, attacks
 NOTEBOOKS = (L0, "02_L1_run_kernel", "03_L2_blk_kernel", L3, L4)
-
-
-def course(*args, cwd, check=True, timeout=3600):
-    """Runs `python -m course ARGS` in a course folder with the tests' grading secret."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-           seeds.SECRET_ENV: SECRET}
-    proc = subprocess.run([sys.executable, "-m", "course", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
-    if check:
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc
-
-
-def course_folder(tmp_path, released=True):
-    """A course folder with source/ and the configuration (and the committed release, without nbgrader's gradebook)."""
-    shutil.copytree(ROOT / "source", tmp_path / "source")
-    shutil.copy(ROOT / "nbgrader_config.py", tmp_path)
-    if released:
-        shutil.copytree(ROOT / "release", tmp_path / "release")
-    return tmp_path
 
 
 def snapshot(folder):
@@ -292,6 +271,30 @@ def test_doctor_checks_triton_its_version_against_torchs_and_a_tiny_kernel(monke
     assert report.failed == 2 and "FAIL  triton cannot be imported" in capsys.readouterr().out
 
 
+FAKE_SMI = """#!/bin/sh
+case "$*" in
+  *--query-gpu=index*) printf '0\\n1\\n' ;;
+  *--query-gpu=name,driver_version,memory.total*) printf 'NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB\\n' ;;
+  *) echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver" >&2; exit 9 ;;
+esac
+"""
+
+
+def test_grading_and_doctor_read_the_gpus_from_nvidia_smi(tmp_path, monkeypatch):
+    from course.device import nvidia_smi
+    from course.grading import doctor, grade
+    (tmp_path / "nvidia-smi").write_text(FAKE_SMI)
+    (tmp_path / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.delenv("COURSE_CPU_MODE", raising=False)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert grade.visible_gpus() == ["0", "1"]
+    assert doctor.gpus() == [("NVIDIA H100 80GB HBM3", "550.54.15", "81559 MiB")]
+    assert nvidia_smi("utilization.gpu", units=False) is None  # the driver not loaded
+    monkeypatch.setenv("PATH", str(tmp_path / "none"))
+    assert nvidia_smi("index") == [] and grade.visible_gpus() == [] and doctor.gpus() == []
+
+
 # ---- slow: a class released, collected, graded (stopped halfway and resumed), fed back, exported
 
 def ledger(root):
@@ -318,8 +321,7 @@ def graded(tmp_path_factory):
 
     scratch = tmp / "tmp"  # the temporary folders of the stopped run, its killed workers' included
     scratch.mkdir()
-    env = {**os.environ, seeds.SECRET_ENV: SECRET, "TMPDIR": str(scratch),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = command_env({seeds.SECRET_ENV: SECRET, "TMPDIR": str(scratch)})
     # as a background job of a script starts it (SIGINT ignored): the stop below must work all the same
     first = subprocess.Popen([sys.executable, "-m", "course", "grade", "grayscale", "--workers", "2"], cwd=root,
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -473,13 +475,13 @@ def test_course_verify_reruns_a_student_with_their_own_hidden_cases_and_agrees(g
 @pytest.mark.timeout(3600)
 def test_grading_again_grades_only_an_edited_submission(graded, tmp_path):
     root = shutil.copytree(graded["root"], tmp_path / "course", symlinks=True)
-    again = course("grade", "grayscale", "--no-verify", "--json", str(tmp_path / "a.json"), cwd=root, check=False)
+    again = course("grade", "grayscale", "--json", str(tmp_path / "a.json"), cwd=root, check=False)
     assert json.loads((tmp_path / "a.json").read_text())["graded"] == [], again.stderr
     nb = root / "submitted" / "bob" / "grayscale" / f"{L0}.ipynb"
     from course.grading.submissions import fill
     right = (ROOT / "examples" / "grayscale" / "alice" / "rgb2grey_py.py").read_text()
     nbformat.write(fill(nbformat.read(nb, as_version=4), {"rgb2grey_py": right}), nb)
-    course("grade", "grayscale", "--no-verify", "--json", str(tmp_path / "b.json"), cwd=root, check=False)
+    course("grade", "grayscale", "--json", str(tmp_path / "b.json"), cwd=root, check=False)
     assert json.loads((tmp_path / "b.json").read_text())["graded"] == ["bob"]
     assert table(root)[(L0, "rgb2grey_py_photo")]["bob"][0] == 2
 
@@ -494,9 +496,8 @@ def test_two_shards_merge_into_the_same_gradebook(graded, tmp_path):
     for s in (one, two):
         remove_student(f"sqlite:///{root / 'gradebook.db'}", "grayscale", s)
     shutil.rmtree(root / "autograded" / ".course")
-    env = {**os.environ, seeds.SECRET_ENV: SECRET,
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    shards = [subprocess.Popen([sys.executable, "-m", "course", "grade", "grayscale", "--shard", shard, "--no-verify",
+    env = command_env({seeds.SECRET_ENV: SECRET})
+    shards = [subprocess.Popen([sys.executable, "-m", "course", "grade", "grayscale", "--shard", shard,
                                 "--workers", "1", "--student", one, "--student", two], cwd=root, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for shard in ("1/2", "2/2")]
     for p in shards:

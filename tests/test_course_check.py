@@ -5,8 +5,7 @@ import dataclasses
 from course.assignments import Assignment
 from course.grading.check import mutants, probe_problems
 from course.topics import matmul
-
-from tests.test_release import ROOT
+from tests.support import ROOT
 
 KERNEL = '''
 __global__ void k(float* x, float* out, int n) {

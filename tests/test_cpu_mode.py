@@ -17,8 +17,8 @@ from course.toolchain.load import import_compiled, module_path
 from course.device import cpu_banner, cpu_mode, device, on_gpu
 from course.harness.exercise import Case
 from course.topics.grayscale import judge_grey
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CPP = "torch::Tensor rgb_to_grayscale(torch::Tensor input);"
 
 

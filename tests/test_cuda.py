@@ -11,6 +11,7 @@ import pytest
 from course import CompileError, cdiv, cuda_begin, load_cuda
 from course.toolchain.errors import compiler_errors
 from course.topics.grayscale import CPP_SRC, CUDA_SRC
+from tests.support import ROOT
 
 KERNEL, CPP = CUDA_SRC, CPP_SRC
 
@@ -66,7 +67,7 @@ def test_compile_is_quiet_cached_and_rebuilt_when_edited(build_dir):
     # A cold build in a fresh process writes nothing to stderr (nbgrader zeroes cells that do).
     code = ("import sys; sys.path.insert(0, %r); from tests.test_cuda import KERNEL, CPP; "
             "from course import load_cuda; m = load_cuda(KERNEL, CPP, ['rgb_to_grayscale']); print(m.__file__)"
-            % str(Path(__file__).parent.parent))
+            % str(ROOT))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "COURSE_BUILD_DIR": str(build_dir)})
     assert proc.returncode == 0, proc.stderr

@@ -14,7 +14,7 @@ import course
 from course.harness.exercise import Case
 from course.processes import run_in_child, run_in_session
 from course.topics import blocking, plan, printf, rounding, rows
-from tests.test_release import ROOT
+from tests.support import ROOT
 
 DRILLS = sorted((ROOT / "source" / "drills").glob("*.ipynb"))
 

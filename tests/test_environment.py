@@ -4,7 +4,7 @@ import subprocess
 import sys
 import tomllib
 
-from tests.test_release import ROOT
+from tests.support import ROOT
 
 
 def names(requirements):

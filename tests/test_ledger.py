@@ -1,11 +1,9 @@
 """A grade's fingerprint changes with everything the grade depends on: the whole grading code and the mode."""
 import shutil
-from pathlib import Path
 
 from course.grading import ledger
 from course.grading.ledger import fingerprint, grading_code_digest
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import ROOT
 
 
 def _course(tmp_path):

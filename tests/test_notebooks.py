@@ -5,7 +5,7 @@ import re
 import pytest
 
 from course.assignments import declared
-from tests.test_release import ROOT
+from tests.support import ROOT
 
 NOTEBOOKS = sorted((ROOT / "source").rglob("*.ipynb"))
 STUDENT_FUNCTIONS = {f for a in declared(ROOT) for e in a.exercises().values() for f in e.functions}

@@ -23,7 +23,7 @@ from course.grading.submissions import fill, write_submissions
 from course.grading.trusted import DEMO_NOTE, is_demo
 from course.grading.verify import disagreements, verify
 from course.grading.warm import WarmKernels, nbgrader_args
-from tests.test_release import ROOT, nbgrader
+from tests.support import ROOT, nbgrader
 
 L0, L1, L2, L3, L4 = "01_L0_loop", "02_L1_run_kernel", "03_L2_blk_kernel", "04_L3_cuda", "05_triton"
 PY_TESTS = ("tiny", "ragged_sizes", "tall_and_wide", "photo", "hidden_sizes")

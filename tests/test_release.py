@@ -1,26 +1,15 @@
 """release/ is nbgrader's output for source/, kept in step; the CUDA exercise's stub is C, so it compiles."""
 import filecmp
-import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
 from course.grading.release import C_STUB, ClearCudaSolutions
+from tests.support import ROOT, nbgrader
 
-ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir())
-
-
-def nbgrader(*args, cwd, timeout=1800, env=None):
-    """Runs an nbgrader command in a course folder, with this Python (nbgrader calls `alembic` by name)."""
-    env = {**os.environ, **(env or {}), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="session")  # a module's fixture is torn down whenever xdist runs another module's test in between

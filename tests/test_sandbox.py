@@ -15,8 +15,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from course import sandbox
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import ROOT
 
 LAYERS = sandbox.layers()
 needs = {name: pytest.mark.skipif(not LAYERS[name], reason=f"this host lacks the sandbox's {name} layer")

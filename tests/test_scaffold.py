@@ -13,7 +13,7 @@ import pytest
 
 from course.grading.gradebook import grades
 from course.grading.submissions import write_submissions
-from tests.test_release import ROOT
+from tests.support import ROOT
 
 pytestmark = [pytest.mark.xdist_group("scaffold"), pytest.mark.timeout(1800)]
 RUNGS = ("01_L0_loop", "02_L1_run_kernel", "03_L2_blk_kernel", "04_L3_cuda")

@@ -23,9 +23,8 @@ from course.grading.localslurm import LocalCluster, missing_prerequisite
 from course.grading.gradebook import grades
 from course.grading.slurm import array_spec
 from course.grading.submissions import write_submissions
-from tests.test_cli import SECRET, course, course_folder
+from tests.support import ROOT, SECRET, course, course_folder
 from tests.test_pipeline import EXPECTED_PASSES
-from tests.test_release import ROOT
 
 EXAMPLES = ("alice", "bob", "carol")
 SCORES = {"alice": 33, "bob": 16, "carol": 0}  # README: the example students' grayscale totals, graded on one host

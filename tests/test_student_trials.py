@@ -12,17 +12,16 @@ import json
 import linecache
 import pdb
 import sys
-from pathlib import Path
 
 import pytest
 
 import course
 from course.harness import cells
 from tests import test_messages, test_messages_matmul
+from tests.support import ROOT
 from tests.test_messages import sources  # noqa: F401 (the CUDA trials' fixture)
 from tests.trials.triton import TRIALS
 
-ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.xdist_group("messages"), pytest.mark.timeout(1800)]
 
 # The lessons' first cells, as far as a trial needs them (TRITON_INTERPRET is set by the test, as the cell does).

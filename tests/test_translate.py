@@ -1,7 +1,6 @@
 """to_cuda (course/translate.py): every right Python L2 answer of the corpus and the lessons, translated, built with
 load_cuda and judged by the L3 checks; what it refuses, with the line and the reason; the notes it gives."""
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -10,8 +9,8 @@ import course
 from course import cdiv, load_cuda
 from course.ladder import recording
 from course.translate import CannotTranslate, to_cuda
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus"
 
 # The L3 function each translated launcher is called from: the lessons' wrappers, with the launch the Python

@@ -6,7 +6,6 @@ code when read runs nothing, and a report that is not the plain data its schema 
 import json
 import os
 import re
-from pathlib import Path
 
 import pytest
 import torch
@@ -14,8 +13,8 @@ import torch
 from course.harness import judge, wire
 from course.harness.wire import Job, Result, Run
 from course.harness.wire import Timed
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ("course", "benchmarks")
 
 # what reads an object back by running the code its file names

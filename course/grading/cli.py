@@ -162,7 +162,6 @@ def parser():
     c.add_argument("--force", action="store_true", help="grade again students whose inputs did not change")
     c.add_argument("--audit", action="store_true", help="also re-run each submission in clean processes (course "
                    "verify) and list any test whose verdict differs")
-    c.add_argument("--no-verify", action="store_true", help=argparse.SUPPRESS)  # the re-run is off by default now
     c.add_argument("--no-compile", action="store_true", help="do not compile the CUDA sources ahead")
     c.add_argument("--cold-kernels", action="store_true",
                    help="start each notebook's kernel as nbgrader does, not forked from a warm process")

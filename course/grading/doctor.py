@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..device import nvidia_smi
 from .layout import CourseError
 
 TINY = r'''
@@ -137,13 +138,8 @@ def _version(cmd):
 
 def gpus():
     """[(name, driver, memory)] from nvidia-smi, [] without it; None when nvidia-smi fails."""
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return []
-    out = _version([smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"])
-    if out is None:
-        return None
-    return [tuple(x.strip() for x in line.split(",")) for line in out.splitlines() if line.strip()]
+    found = nvidia_smi("name", "driver_version", "memory.total", timeout=60)
+    return None if found is None else [tuple(row) for row in found]
 
 
 def check_sandbox(r):

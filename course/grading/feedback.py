@@ -6,7 +6,6 @@ keeps only the student's own frames: the cell's call for a visible test, nothing
 hidden one (its call names the seed), never a frame inside the course package.
 """
 import re
-from pathlib import Path
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
@@ -29,10 +28,6 @@ def is_course_frame(entry):
         return False
     path = text[5:].split(":", 1)[0].strip()
     return path.startswith(_COURSE + "/") or "/site-packages/course/" in path
-
-
-def _is_cell_frame(entry):
-    return _plain(entry).lstrip().startswith("Cell ")
 
 
 def student_traceback(traceback, hidden):

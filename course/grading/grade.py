@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import threading
@@ -22,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import sandbox
+from ..device import nvidia_smi
 from ..processes import run_in_session
 from . import merge
 from .layout import (CourseError, course_root, db_path, db_url, notebook_names, read_notebook, require_assignment,
-                     state_dir, submitted_students)
+                     shard_dir, state_dir, submitted_students)
 from .ledger import Ledger, fingerprint, grading_code_digest, grading_mode
 from .seeds import ensure_secret
 from .verify import disagreement_line
@@ -41,15 +41,7 @@ def visible_gpus():
         return []
     if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:
         return [g for g in os.environ["CUDA_VISIBLE_DEVICES"].split(",") if g.strip() and g.strip() != "-1"]
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return []
-    try:
-        out = subprocess.run([smi, "--query-gpu=index", "--format=csv,noheader"], capture_output=True, text=True,
-                             timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [line.strip() for line in out.splitlines() if line.strip().isdigit()]
+    return [row[0] for row in nvidia_smi("index") or [] if row[0].isdigit()]
 
 
 def parse_shard(text):
@@ -66,13 +58,6 @@ def parse_shard(text):
 def in_shard(student, shard):
     """True when the student belongs to shard (i, N): a stable hash of the id, the same on every host."""
     return shard is None or zlib.crc32(student.encode()) % shard[1] == shard[0] - 1
-
-
-def shard_dir(root, assignment, shard):
-    """A shard's own gradebook and ledger live here (course merge collects them)."""
-    path = state_dir(root, assignment) / f"shard-{shard[0]}-of-{shard[1]}"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 @dataclass
@@ -123,7 +108,7 @@ def make_plan(root, assignment, students=None, shard=None, force=False, db=None)
         target = f"sqlite:///{folder / 'gradebook.db'}"
         if not (folder / "gradebook.db").exists():
             merge.copy_gradebook(main, target)
-        ledger = Ledger(root, assignment, f"shard-{shard[0]}-of-{shard[1]}/ledger.jsonl")
+        ledger = Ledger(root, assignment, f"{folder.name}/ledger.jsonl")
     else:
         target, ledger = main, Ledger(root, assignment)
     secret, _ = ensure_secret(root)
@@ -142,7 +127,7 @@ def make_plan(root, assignment, students=None, shard=None, force=False, db=None)
     return plan
 
 
-def default_workers(gpus):
+def default_workers():
     """Students graded at once: one per core (a student's notebooks run one after another, mostly on one core)."""
     return max(1, os.cpu_count() or 1)
 
@@ -222,7 +207,7 @@ def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, 
     plan = make_plan(root, assignment, students, shard, force, db)
     _stopping.clear()
     gpus = visible_gpus() if gpus is None else gpus
-    workers = workers or default_workers(gpus)
+    workers = workers or default_workers()
     threads = max(1, (os.cpu_count() or 1) // workers)
     say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
     summary = {"assignment": assignment, "students": len(plan.todo), "unchanged": len(plan.unchanged),

@@ -66,10 +66,24 @@ def submitted_students(root, assignment):
     return sorted(p.name for p in folder.iterdir() if (p / assignment).is_dir() and not p.name.startswith("."))
 
 
-def state_dir(root, assignment):
-    """Where the course's own grading records for an assignment live: autograded/.course/<assignment>/ (nbgrader ignores it)."""
+def state_dir(root, assignment, make=True):
+    """Where the course's own grading records for an assignment live: autograded/.course/<assignment>/ (nbgrader ignores
+    it), made unless make is False."""
     path = Path(root) / "autograded" / ".course" / assignment
-    path.mkdir(parents=True, exist_ok=True)
+    if make:
+        path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def shard_name(i, n):
+    """shard-i-of-N: the folder of shard i of N's gradebook and ledger in the state_dir, its Slurm task's status file."""
+    return f"shard-{i}-of-{n}"
+
+
+def shard_dir(root, assignment, shard):
+    """Where shard (i, N) keeps its own gradebook and ledger (course merge collects them), made if missing."""
+    path = state_dir(root, assignment) / shard_name(*shard)
+    path.mkdir(exist_ok=True)
     return path
 
 

@@ -7,10 +7,9 @@ on another host is merged from that host's course folder (copied here, or reacha
 """
 import json
 import re
-from pathlib import Path
 
 from . import merge
-from .layout import CourseError, course_root, db_url, require_assignment
+from .layout import CourseError, course_root, db_url, require_assignment, shard_name, state_dir
 from .ledger import Ledger
 
 _SHARD = re.compile(r"shard-(\d+)-of-(\d+)$")
@@ -18,9 +17,9 @@ _SHARD = re.compile(r"shard-(\d+)-of-(\d+)$")
 
 def shard_dirs(root, assignment):
     """[(i, N, folder)] of the shards graded in a course folder."""
-    base = Path(root) / "autograded" / ".course" / assignment
+    base = state_dir(root, assignment, make=False)
     found = []
-    for d in sorted(base.glob("shard-*-of-*")) if base.is_dir() else []:
+    for d in sorted(base.glob(shard_name("*", "*"))) if base.is_dir() else []:
         m = _SHARD.search(d.name)
         if m and (d / "gradebook.db").exists():
             found.append((int(m.group(1)), int(m.group(2)), d))

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from .layout import CourseError, course_root, require_assignment
+from .layout import CourseError, course_root, require_assignment, shard_name, state_dir
 
 # sbatch options that also hold for the merge job (where it may run and who pays); the rest are the shards' own
 SHARED_OPTIONS = ("--partition", "-p", "--account", "-A", "--qos", "-q", "--reservation", "--clusters", "-M")
@@ -77,7 +77,7 @@ def grade_script(root, assignment, tasks, cpu=False, options=(), python=sys.exec
         "",
         *env,
         "shard=$SLURM_ARRAY_TASK_ID",
-        f"status={here / 'status'}/shard-$shard-of-{tasks}",
+        f"status={here / 'status' / shard_name('$shard', tasks)}",
         'rm -f "$status"',
         f"{shlex.quote(python)} -m course grade {assignment} --shard \"$shard/{tasks}\" "
         "--workers \"${SLURM_CPUS_PER_TASK:-1}\"",
@@ -118,7 +118,7 @@ def check_split(root, assignment, tasks):
     if other:
         raise CourseError(f"{assignment} was graded here in {' and '.join(map(str, other))} shards: submit with "
                           f"--tasks {other[0]} (the shards' ledgers know what is graded), or remove "
-                          f"autograded/.course/{assignment}/shard-*-of-{other[0]} to split the class anew")
+                          f"{state_dir(root, assignment, make=False) / shard_name('*', other[0])} to split the class anew")
 
 
 def shard_plans(root, assignment, tasks):
@@ -199,7 +199,7 @@ def _submit(root, assignment, tasks, options, cpu, dry_run, pythonpath, kept):
               f"sbatch --dependency=afterany:JOBID --export=ALL,COURSE_GRADE_JOB=JOBID {here / 'merge.sh'}")
         return
     for i in todo:
-        (here / "status" / f"shard-{i}-of-{tasks}").unlink(missing_ok=True)
+        (here / "status" / shard_name(i, tasks)).unlink(missing_ok=True)
     (here / "report.txt").unlink(missing_ok=True)
     job = _sbatch([f"--array={spec}", str(here / "grade.sh")], "grading array")
     kept.append(True)
@@ -245,7 +245,7 @@ def shard_report(root, assignment, tasks, job=None):
     plans, states = shard_plans(root, assignment, tasks), task_states(job)
     lines, missing = [], {}
     for i, plan in plans.items():
-        status = here / "status" / f"shard-{i}-of-{tasks}"
+        status = here / "status" / shard_name(i, tasks)
         code = status.read_text().strip() if status.exists() else None
         state = states.get(i)
         held = sorted(plan.todo + plan.unchanged)

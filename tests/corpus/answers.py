@@ -1,10 +1,8 @@
 """What every topic's corpus (tests/corpus/<assignment>/cases.py) declares its answers with."""
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from course.assignments import Assignment
-
-ROOT = Path(__file__).resolve().parent.parent.parent
+from tests.support import ROOT
 
 
 @dataclass(frozen=True)
