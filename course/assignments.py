@@ -16,7 +16,6 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent
 TOPICS = PACKAGE / "topics"
 _ALL = re.compile(r"^__all__ = (\(.*?\)|\[.*?\])", re.S | re.M)
-_CPP_SRC = re.compile(r'^cpp_src = ("(?:[^"\\]|\\.)*")$', re.M)
 
 
 def _topic_files():
@@ -196,19 +195,41 @@ class Assignment:
         return problems
 
     def _cpp_src_problems(self):
-        """A notebook's `cpp_src = "..."` must be the byte-identical cpp_src of its topic's Exercise for that function:
-        the sources `course grade` compiles ahead are built with the topic's."""
+        """A notebook's `cpp_src = ...` must be the byte-identical cpp_src of its topic's Exercise for that function:
+        the sources `course grade` compiles ahead are built with the topic's. The value is read as compiling ahead
+        reads it (any string literal, strings joined with + or in parentheses, a name bound to one earlier); one it
+        cannot read, or a cell that does not parse, is a problem that names the cell."""
         import importlib
+        from .grading.compile import statements, written_value
         from .harness.exercise import Exercise as Declared
         exports, problems = topic_exports(), []
         for p in self.notebooks:
             nb = self.read(p)
-            literals = [ast.literal_eval(m.group(1)) for c in nb["cells"] if c["cell_type"] == "code"
-                        for m in _CPP_SRC.finditer(_code(c))]
             modules = {exports[c] for e in notebook_exercises(nb, p.stem) for c in e.checks if c in exports}
             declared = [(m, v.name, v.bindings["cuda"]) for m in sorted(modules)
                         for v in vars(importlib.import_module(f"course.{m}")).values()
                         if isinstance(v, Declared) and "cuda" in v.bindings]
+            if not declared:
+                continue
+            literals, env = [], {}
+            for i, stmt in statements(nb["cells"], env):
+                cell = nb["cells"][i]
+                gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+                where = f"source/{self.name}/{p.stem} cell {i}" + (f" ({gid})" if gid else "")
+                if stmt is None:
+                    if "cpp_src" in _code(cell):
+                        problems.append(f"{where} does not parse as Python, so its cpp_src cannot be checked against "
+                                        "the topic's: make the cell valid Python")
+                    continue
+                if not (isinstance(stmt, ast.Assign) and any(getattr(t, "id", None) == "cpp_src" for t in stmt.targets)):
+                    continue
+                value = written_value(stmt.value, env)
+                if not isinstance(value, str):
+                    problems.append(f"{where}: cpp_src = {ast.unparse(stmt.value)} is not a string written out in the "
+                                    "notebook, so it cannot be checked against the topic's: write it as a string "
+                                    "literal (strings joined with + or in parentheses, or a name bound to one earlier)")
+                else:
+                    literals.append(value)
             for text in literals:
                 func = re.search(r"(\w+)\s*\(", text)
                 same = [(m, name, b) for m, name, b in declared if func and b.func == func.group(1)]

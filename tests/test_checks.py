@@ -14,7 +14,7 @@ from course.harness.integrity import judge as judge_integrity
 from course.harness.integrity import kernels, torch_ops
 from course.harness.python import call_quietly
 from course.harness.rungs import CUDA, PYTHON
-from course.topics.grayscale import RGB2GREY, grey_cases, judge_grey, rgb2grey_exact
+from course.topics.grayscale import RGB2GREY, grey_cases, judge_grey, random_image, rgb2grey_exact
 
 CASES = ["tiny", "ragged", "tall_wide", "photo"]
 
@@ -86,14 +86,38 @@ def test_float64_and_other_summation_order_pass():
     check_rgb2grey(lambda x: (0.1140 * x[2].double() + 0.5870 * x[1].double() + 0.2989 * x[0].double()).to(torch.uint8), "photo")
 
 
+def whole_greys():
+    """Every (r, g, b) but black whose exact grey value is a whole number, as a (3, n) uint8 tensor: the weights have
+    four decimals, so 0.2989*r + 0.5870*g + 0.1140*b is whole where 10,000 divides 2989*r + 5870*g + 1140*b."""
+    v = torch.arange(256)
+    g, b = torch.meshgrid(v, v, indexing="ij")
+    found = [torch.stack([torch.full_like(g[hit], r), g[hit], b[hit]])
+             for r in range(256) for hit in [((2989 * r + 5870 * g + 1140 * b) % 10_000 == 0) & (r + g + b > 0)]]
+    return torch.cat(found, dim=1).to(torch.uint8)
+
+
 def test_off_by_one_only_where_the_exact_value_is_next_to_an_integer_passes():
-    x = torch.randint(0, 256, (3, 300, 400), dtype=torch.uint8, generator=torch.Generator().manual_seed(1))
+    x = random_image(40, 100, seed=1)
+    whole = whole_greys()
+    x.view(3, -1)[:, :whole.shape[1]] = whole  # the first pixels' exact grey values are whole numbers
     exact = rgb2grey_exact(x)
-    near = (exact - exact.round()).abs() < 1e-4
-    fused = exact.floor()
-    fused[near] = exact[near].round()  # what a single rounding (FMA) can do next to an integer
-    assert (fused != rgb2grey(x).double()).any() or near.sum() == 0
+    near = (exact - exact.round()).abs() < 1e-9  # whole, up to float64's own rounding
+    assert int(near.sum()) >= 1000
+    truncated = rgb2grey(x).to(torch.int16)
+    # a float32 kernel's sum lands a hair above or below a whole number, by its order of operations (FMA or not):
+    # each whole pixel on the other side from rgb2grey's, k - 1 for k and k for k - 1, must pass
+    other_side = exact.round().to(torch.int16) - (truncated == exact.round()).to(torch.int16)
+    fused = torch.where(near, other_side, truncated)
+    assert bool((fused != truncated)[near].all())
     judge_grey(fused.to(torch.uint8), Case("random", (x,)), "fma")
+    # and off by one toward a whole number 0.002 to 0.01 away is wrong (a float32 sum is off by far less than 0.001):
+    # one too high just below one, one too low just above one
+    frac = exact - exact.floor()
+    off_by_one = truncated.clone()
+    off_by_one[tuple(((0.99 <= frac) & (frac <= 0.998) & (truncated < 255)).nonzero()[0])] += 1
+    off_by_one[tuple(((0.002 <= frac) & (frac <= 0.01) & (truncated > 0)).nonzero()[0])] -= 1
+    with pytest.raises(AssertionError, match="2 of 4,000 pixels are wrong"):
+        judge_grey(off_by_one.to(torch.uint8), Case("random", (x,)), "off by one")
 
 
 # ---- known-wrong answers fail, each for its own reason

@@ -14,22 +14,23 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-_UNKNOWN = object()
+UNKNOWN = object()  # what written_value gives for an expression not written out in the notebook
 
 
-def _static(node, env):
-    """The value of an expression made of string literals, known names and +, or _UNKNOWN."""
+def written_value(node, env):
+    """The value of an expression made of literals (strings, ints, bools, lists of them), names of env and + of
+    strings; UNKNOWN for anything else."""
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, bool, int)):
         return node.value
     if isinstance(node, ast.Name):
-        return env.get(node.id, _UNKNOWN)
+        return env.get(node.id, UNKNOWN)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        a, b = _static(node.left, env), _static(node.right, env)
-        return a + b if isinstance(a, str) and isinstance(b, str) else _UNKNOWN
+        a, b = written_value(node.left, env), written_value(node.right, env)
+        return a + b if isinstance(a, str) and isinstance(b, str) else UNKNOWN
     if isinstance(node, (ast.List, ast.Tuple)):
-        items = [_static(e, env) for e in node.elts]
-        return _UNKNOWN if any(i is _UNKNOWN for i in items) else list(items)
-    return _UNKNOWN
+        items = [written_value(e, env) for e in node.elts]
+        return UNKNOWN if any(i is UNKNOWN for i in items) else list(items)
+    return UNKNOWN
 
 
 def _python(source):
@@ -43,6 +44,41 @@ def _python(source):
         return ast.parse(source)
     except SyntaxError:
         return None
+
+
+def statements(cells, env):
+    """(index, statement) for each top-level statement of the code cells, in order, (index, None) for a cell that does
+    not parse; env, the names bound so far to strings written out (as written_value reads them), is kept up to date:
+    when a statement is yielded it holds what the statements before it bound."""
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "code":
+            continue
+        source = cell["source"]
+        tree = _python("".join(source) if isinstance(source, list) else source)
+        if tree is None:
+            yield i, None
+            continue
+        for stmt in tree.body:
+            yield i, stmt
+            value, direct = UNKNOWN, set()
+            if isinstance(stmt, ast.Assign):
+                value, direct = written_value(stmt.value, env), {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+            elif isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, ast.Add) and isinstance(stmt.target, ast.Name):
+                value = written_value(ast.BinOp(ast.Name(stmt.target.id, ast.Load()), ast.Add(), stmt.value), env)
+                direct = {stmt.target.id}
+            for name in _binds(stmt):  # a name bound any other way is no longer known
+                if name in direct and isinstance(value, str):
+                    env[name] = value
+                else:
+                    env.pop(name, None)
+
+
+def _binds(stmt):
+    """The names a top-level statement binds other than by importing (`from course import cuda_begin` keeps the
+    course's value), not counting those local to a function it defines."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {stmt.name}
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def course_cuda_begin():
@@ -62,32 +98,19 @@ def compile_jobs(nb, cuda_begin=None, gpu=True):
     if cuda_begin is None:
         cuda_begin = course_cuda_begin()
     env, jobs = {"cuda_begin": cuda_begin}, []
-    for cell in nb.cells:
-        if cell.cell_type != "code" or (not gpu and "gpu" in cell.metadata.get("tags", [])):
-            continue
-        tree = _python(cell.source)
-        if tree is None:
-            continue
-        for stmt in tree.body:
-            for node in ast.walk(stmt):
-                if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "load_cuda":
-                    args = [_static(a, env) for a in node.args[:4]]
-                    kw = {k.arg: _static(k.value, env) for k in node.keywords}
-                    names = ["cuda_src", "cpp_src", "funcs", "opt"]
-                    call = dict(zip(names, args), **{k: v for k, v in kw.items() if k in names})
-                    call.setdefault("opt", False)
-                    if len(call) == 4 and not any(v is _UNKNOWN for v in call.values()) \
-                            and isinstance(call["cuda_src"], str) and isinstance(call["cpp_src"], str):
-                        call["funcs"] = [call["funcs"]] if isinstance(call["funcs"], str) else call["funcs"]
-                        jobs.append(call)
-            if isinstance(stmt, ast.Assign):
-                value = _static(stmt.value, env)
-                for target in stmt.targets:
-                    if isinstance(target, ast.Name):
-                        if isinstance(value, str):
-                            env[target.id] = value
-                        else:
-                            env.pop(target.id, None)
+    cells = [c for c in nb.cells if gpu or "gpu" not in c.metadata.get("tags", [])]
+    for _, stmt in statements(cells, env):
+        for node in ast.walk(stmt) if stmt is not None else ():
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "load_cuda":
+                args = [written_value(a, env) for a in node.args[:4]]
+                kw = {k.arg: written_value(k.value, env) for k in node.keywords}
+                names = ["cuda_src", "cpp_src", "funcs", "opt"]
+                call = dict(zip(names, args), **{k: v for k, v in kw.items() if k in names})
+                call.setdefault("opt", False)
+                if len(call) == 4 and not any(v is UNKNOWN for v in call.values()) \
+                        and isinstance(call["cuda_src"], str) and isinstance(call["cpp_src"], str):
+                    call["funcs"] = [call["funcs"]] if isinstance(call["funcs"], str) else call["funcs"]
+                    jobs.append(call)
     return jobs
 
 
