@@ -9,9 +9,9 @@ repository path they name (course/..., tests/..., source/..., release/..., examp
 """
 import argparse
 import re
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import ROOT
+
 README = ROOT / "README.md"
 README_LIMIT = 15_000  # bytes
 
@@ -41,13 +41,16 @@ def prose_of(text):
 
 
 LINK = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+REFERENCE = re.compile(r"^ {0,3}\[[^\]]+\]:\s*<?([^\s>]+)>?", re.M)  # [name]: target, for [text][name]
+HTML_LINK = re.compile(r"<(?:a|img)\b[^>]*?\b(?:href|src)=[\"']([^\"']+)[\"']", re.I)
 EXTERNAL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")  # https:, mailto:, ...
 
 
 def links(page):
-    """(target, anchor) of each relative markdown link of a page; a bare #anchor has target ''."""
-    found = []
-    for url in LINK.findall(prose_of(page.read_text())):
+    """(target, anchor) of each relative link of a page (inline, reference-style, an HTML <a> or <img>); a bare #anchor
+    has target ''."""
+    found, prose = [], prose_of(page.read_text())
+    for url in LINK.findall(prose) + REFERENCE.findall(prose) + HTML_LINK.findall(prose):
         if EXTERNAL.match(url):
             continue
         target, _, anchor = url.partition("#")
