@@ -10,10 +10,12 @@ run on the GPU where there is one and in CPU mode elsewhere (CUDA built by g++, 
 """
 import argparse
 import importlib.util
+import io
 import json
 import os
 import sys
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
@@ -31,9 +33,9 @@ from course.harness import children as harness_children
 from course.harness import python as harness_python
 from course.harness.rungs import PYTHON, RUNGS
 from tests.corpus.answers import ANY
+from tests.support import ROOT
 
 
-ROOT = Path(__file__).resolve().parent.parent
 HANG_CHILD_LIMIT = 20  # seconds a child running an answer expected to hang is given (the course's: 60)
 CHILD_LIMIT = 240  # seconds for any other answer's child: a verdict, not a timing (60 s stopped a right answer in CI)
 HANG_LIMIT = 3  # seconds a test gives a Python answer expected to loop forever (any limit shows it; others keep theirs)
@@ -75,12 +77,46 @@ def notebook_cells(topic, exercise, answer):
         lambda gid, call: gid.startswith(e.prefix) and "speed" not in call[2])]
 
 
+_running = threading.local()  # .key: the answer this thread runs, for Labelled
+
+
+class Labelled(io.TextIOBase):
+    """The runner's stdout: each line an answer's cells print starts with that answer, `grayscale/right_py: ...`,
+    and is written whole (the answers run in threads)."""
+
+    def __init__(self, out):
+        self.out, self.pending = out, threading.local()
+
+    def write(self, text):
+        key = getattr(_running, "key", None)
+        if key is None:
+            return self.out.write(text)
+        *lines, self.pending.text = (getattr(self.pending, "text", "") + text).split("\n")
+        if lines:
+            self.out.write("".join(f"{key}: {line}\n" for line in lines))
+        return len(text)
+
+    def end(self):
+        """Writes the line this thread's answer left unfinished."""
+        if getattr(self.pending, "text", ""):
+            self.write("\n")
+
+    def flush(self):
+        self.out.flush()
+
+
 def run_case(key):
     """{test: {"passed", "message"}} for one corpus answer, its notebook run as the grader would."""
     topic, name = key.split("/")
     case = CASES[key]
     answer = (CORPUS / topic / name / f"{case.exercise}.py").read_text()
-    return run_cells(notebook_cells(topic, case.exercise, answer), key)[0]
+    _running.key = key
+    try:
+        return run_cells(notebook_cells(topic, case.exercise, answer), key)[0]
+    finally:
+        if isinstance(sys.stdout, Labelled):
+            sys.stdout.end()
+        _running.key = None
 
 
 def hangs(key):
@@ -208,6 +244,31 @@ def test_every_exercise_has_test_cells(topic):
         assert [t for t, _ in notebook_cells(topic, exercise, "") if t], exercise
 
 
+def test_runner_lines_name_their_answer():
+    out = io.StringIO()
+    labelled = Labelled(out)
+
+    def answer(key):
+        _running.key = key
+        try:
+            for _ in range(50):
+                print("row_max:", "ragged passed", file=labelled)
+            labelled.write("unfinished")
+            labelled.end()
+        finally:
+            _running.key = None
+    threads = [threading.Thread(target=answer, args=(f"drills/answer_{k}",)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print("the table", file=labelled)
+    lines = out.getvalue().splitlines()
+    assert sorted(lines[:-1]) == sorted(f"drills/answer_{k}: {text}" for k in range(4)
+                                        for text in ["row_max: ragged passed"] * 50 + ["unfinished"]), lines
+    assert lines[-1] == "the table"
+
+
 @pytest.mark.parametrize("key", sorted(CASES))
 def test_each_answer_gets_the_verdicts_it_deserves(verdicts, key):
     assert not as_expected(key, verdicts[key]), "\n".join(as_expected(key, verdicts[key]))
@@ -225,6 +286,7 @@ def main(argv=None):
     keys = [k for k in sorted(CASES) if (rung_of(k).children or not args.cuda)
             and (not args.rung or rung_of(k).name in args.rung) and (not args.topic or k.split("/")[0] in args.topic)]
     print(f"{len(keys)} answers; corpus.md in {args.report} shows the verdicts so far", flush=True)
+    sys.stdout = Labelled(sys.stdout)
     results = run_corpus(keys, args.workers, done=lambda r: report(r, args.report))
     print(report(results, args.report))
     return 1 if any(as_expected(k, r) for k, r in results.items()) else 0

@@ -374,6 +374,80 @@ def test_the_memory_checks_hint_reads_the_guard_from_the_source(body, must, must
         assert phrase not in hint, hint
 
 
+# A row reduction, a block per row (the instructor trial's rowmax2, issue 41): BODY loads and combines one row.
+BLOCK_PER_ROW = cuda_begin + r"""
+__global__ void rowmax_k(const float* x, float* out, int rows, int cols) {
+    __shared__ float s[256];
+    int row = blockIdx.x;
+    int tid = threadIdx.x;
+BODY
+    __syncthreads();
+    for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+        if (tid < stride) s[tid] = COMBINE;
+        __syncthreads();
+    }
+    if (tid == 0) out[row] = s[0];
+}
+"""
+STRIDED = "    float m = -INFINITY;\n    for (int j = tid; j < cols; j += blockDim.x) m = fmaxf(m, x[INDEX]);\n    s[tid] = m;"
+# A thread per row, its bound named rows.
+THREAD_PER_ROW = cuda_begin + r"""
+__global__ void rowmax_k(const float* x, float* out, int rows, int cols) {
+    int i = blockIdx.x*blockDim.x + threadIdx.x;
+GUARD    {
+        float m = x[i*cols];
+        for (int j = 1; j < cols; ++j) m = fmaxf(m, x[i*cols + j]);
+        out[i] = m;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("src, must, must_not", [
+    (BLOCK_PER_ROW.replace("BODY", "    s[tid] = x[row*cols + tid];").replace("COMBINE", "fmaxf(s[tid], s[tid + stride])"),
+     ("`s[tid] = x[row*cols + tid];` in rowmax_k loads an element into shared memory with no bound", "load -INFINITY "
+      "outside", "s[tid] = IN_RANGE ? x[row*cols + tid] : -INFINITY;", "must reach __syncthreads()"),
+     ("load 0", ": 0.0f", "tile")),
+    (BLOCK_PER_ROW.replace("BODY", "    s[tid] = x[row*cols + tid];").replace("COMBINE", "s[tid] + s[tid + stride]"),
+     ("load 0 outside (a sum's identity", "s[tid] = IN_RANGE ? x[row*cols + tid] : 0.0f;"), ("INFINITY",)),
+    (BLOCK_PER_ROW.replace("BODY", STRIDED.replace("INDEX", "row + j*cols")).replace("COMBINE", "fmaxf(s[tid], s[tid + stride])"),
+     ("the guard of rowmax_k is there (`for (...; j < cols; ...)`", "(rows, cols)", "x[row + j*cols]"),
+     ("guards", "but not row", "(h, w", "cols, stride")),
+    (THREAD_PER_ROW.replace("GUARD", ""), ("rowmax_k has no guard", "`if (i < rows)`", "`if (i >= rows) return;`"),
+     ("i < n", "i >= n")),
+    (THREAD_PER_ROW.replace("GUARD", "    if (i <= rows)\n"),
+     ("your guard `if (i <= rows)` in rowmax_k lets i == rows through", "Compare with < (`if (i < rows)`)",
+      "return when i >= rows"), ("i == n", "i < n)")),
+    (THREAD_PER_ROW.replace("GUARD", "    float first = x[i*cols];\n    if (i >= rows) return;\n"),
+     ("uses `x[i*cols]` before its guard", "after `if (i >= rows) return;`"), ("i >= n",)),
+], ids=["row_max_load_unbounded", "row_sum_load_unbounded", "row_max_column_major", "row_max_no_guard",
+        "row_max_less_or_equal", "row_max_read_before_guard"])
+def test_a_row_reductions_memory_hint_speaks_its_own_reduction_and_names(src, must, must_not):
+    """The memory hint of a row reduction names its own identity value, its own bound (rows) and no false cause."""
+    expect(guard_hint(src), Mistake("L3", "", "", "", must, must_not))
+
+
+def test_a_row_kernels_memory_check_names_its_own_bound_and_no_other():
+    """The whole memory-check message of a thread-per-row kernel without a guard: its bound is rows, never `i < n`."""
+    from course import check_row_max_cuda
+    src = THREAD_PER_ROW.replace("GUARD", "") + r"""
+torch::Tensor row_max(torch::Tensor x) {
+    CHECK_INPUT(x);
+    int h = x.size(0), w = x.size(1);
+    auto out = torch::empty({h}, x.options());
+    if (h > 0) {
+        rowmax_k<<<cdiv(h, 256), 256>>>(x.data_ptr<float>(), out.data_ptr<float>(), h, w);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    return out;
+}
+"""
+    with pytest.raises(AssertionError) as info:
+        check_row_max_cuda(src, "memory")
+    expect(str(info.value), Mistake("L3", "", "", "", ("out-of-bounds", "rowmax_k has no guard", "`if (i < rows)`"),
+                                    ("i < n", "i >= n")))
+
+
 @pytest.mark.parametrize("answer, must", [
     ("cuda_missing_guard", "has no guard"), ("cuda_guard_off_by_one", "lets i == n through"),
     ("cuda_right_restrict_names", "`if (idx >= npix) return;`"), ("cuda_right_2d_grid", "`if (row < h && col < w)`")])
@@ -415,6 +489,19 @@ def test_two_runs_that_differ_name_both_causes_not_just_a_race():
         judge_integrity("rgb_to_grayscale", "a 1x1 image", Run(value=y, again=z, events=events), set())
     expect(str(info.value), Mistake("L3", "", "", "", ("either a race", "holds nothing defined",
                                                        "memory check tells the two apart"), ("that is a race",)))
+
+
+def test_a_kernel_without_shared_memory_is_told_so_in_any_exercises_words():
+    """needs_shared is any exercise's (a row reduction's too): its message speaks of no tile or naive kernel."""
+    y = torch.zeros(37)
+    events = [("cpu", "aten::empty"), ("cpu", "cuda_cpu_launch::row_max_kernel")]
+    with pytest.raises(AssertionError) as info:
+        judge_integrity("row_max", "a 37x53 matrix", Run(value=y, again=y.clone(), events=events), set(),
+                        needs_shared=True, what_computes="every row's max")
+    expect(str(info.value), Mistake("L3", "", "", "", (
+        "row_max's kernel (row_max_kernel) did not use shared memory for a 37x53 matrix, and this exercise asks for it",
+        "__shared__ array", "__syncthreads()", "then compute every row's max from that array"),
+        ("tiled kernel", "the naive one", "from the tile;")))
 
 
 @pytest.mark.skipif(has_gpu(), reason="the figures in the lesson's text are CPU mode's")

@@ -104,6 +104,35 @@ def test_a_row_wise_kernel_is_told_about_its_rows_not_its_elements():
     assert "blk_kernel ran 16 threads (1 block of 16) for 20 rows, so some got no thread" in text, text
 
 
+def test_an_element_that_still_holds_the_fill_is_said_to_once():
+    from course.harness.exercise import Case, Exercise, unwritten, wrong_elements
+    from course.harness.python import check_python
+    from course.harness.rungs import PYTHON
+
+    def judge(yours, case, what, never=None):  # as `course new` writes a judge
+        bad = ~(yours == case.args[0] * 2)
+        if bad.any():
+            msg = f"{what}: {int(bad.sum())} elements are wrong."
+            if never is not None and bool(never[bad].any()):
+                msg += "\n  it still holds NaN, the value the memory had before your code ran: it was never written."
+            raise wrong_elements(msg + "\nHint: every i needs a thread.", bad)
+    exercise = Exercise(name="doubled", topic=__name__, judge=judge, out_dtype=torch.float32,
+                        cases=lambda case, seed, rung: [Case("10 values", (torch.arange(10.0),))],
+                        case_names={PYTHON.sizes: ("ragged",)}, out_numel=lambda case: 10)
+
+    def k(i, x, out):
+        if i > 0:  # element 0 is never written
+            out[i] = x[i] * 2
+
+    def doubled(x):
+        out = torch.empty(10)
+        run_kernel(k, 10, x, out)
+        return out
+    text = message(check_python, exercise, doubled, "ragged")
+    assert text.count("still holds NaN") == 1, text
+    assert "run_kernel's call with i = 0 should write it" in text, text
+
+
 def test_the_facts_of_a_probe_are_stated_in_the_launchs_own_terms():
     facts = {"launch": ["rgb2grey_k", [2, 1, 1], [256, 1, 1]], "shape": [7, 37],
              "values": [{"value": 171, "fill": True}, {"value": 92, "fill": True}],
@@ -267,3 +296,45 @@ def test_a_histograms_wrong_count_names_no_thread_as_its_owner():
     text = message(check_histogram_cuda, ns["hist_src"], "small")
     assert "counts are wrong" in text and "no thread wrote it" in text, text
     assert "where it comes from" not in text and "should write it" not in text, text
+
+
+# A row max, a block per row, its tree reduction without __syncthreads() (the instructor trial's rowmax2, issue 41).
+ROW_MAX_NO_SYNC = cuda_begin + r"""
+__global__ void row_max_kernel(const float* x, float* out, int h, int w) {
+    __shared__ float s[256];
+    int row = blockIdx.x;
+    int tid = threadIdx.x;
+    float m = -INFINITY;
+    for (int j = tid; j < w; j += blockDim.x) m = fmaxf(m, x[row*w + j]);
+    s[tid] = m;
+    for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+        if (tid < stride) s[tid] = fmaxf(s[tid], s[tid + stride]);
+    }
+    if (tid == 0) out[row] = s[0];
+}
+
+torch::Tensor row_max(torch::Tensor x) {
+    CHECK_INPUT(x);
+    int h = x.size(0), w = x.size(1);
+    auto out = torch::empty({h}, x.options());
+    if (h > 0) {
+        row_max_kernel<<<h, 256>>>(x.data_ptr<float>(), out.data_ptr<float>(), h, w);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    return out;
+}
+"""
+
+
+@pytest.mark.skipif(has_gpu(), reason="CPU mode orders a block's warps itself; a GPU's order is its own")
+def test_a_missing_syncthreads_gets_the_same_message_in_every_run_and_is_told_the_order_matters():
+    """The n-th launch of a process runs in the n-th order: the message is the same each run, and the facts tell the
+    order apart from the memory before."""
+    from course import check_row_max_cuda
+    texts = [message(check_row_max_cuda, ROW_MAX_NO_SYNC, "ragged") for _ in range(3)]
+    assert texts[0] == texts[1] == texts[2], "\n\n".join(texts)
+    text = texts[0]
+    assert "a thread wrote" in text and "(the same in two runs with different fills)" in text, text
+    assert "in CPU mode, what it wrote changed with the order the threads of a block ran in" in text, text
+    assert "changed with what the memory held before" not in text, text
+    assert "Hint: what your kernel wrote depends on the order its threads ran in" in text and "__syncthreads()" in text

@@ -62,7 +62,7 @@ def crash_hint(text, words=None):
     if ("illegal memory access" in text or "address space" in text or "out of bounds" in text.lower() or "SIGSEGV" in text
             or "SIGBUS" in text or HEAP_CORRUPTED.search(text)):
         return ("a thread read or wrote outside a tensor (or the C++ wrapper used a bad pointer): check the "
-                "guard (`if (i < n)`), every offset you add, and every pointer you index")
+                "kernel's guard on its index, every offset you add, and every pointer you index")
     if "out of memory" in text or "can't allocate memory" in text or "bad_alloc" in text:
         return "the function asked for more memory than there is: check the sizes you allocate"
     if "must be a CUDA tensor" in text or "must be contiguous" in text:

@@ -44,14 +44,54 @@ def _balanced(text, start, open_="(", close=")"):
 
 def cuda_kernels(cuda_src):
     """{name: body} of the __global__ functions in cuda_src (comments removed)."""
+    return {name: body for name, (_, body) in _kernels(cuda_src).items()}
+
+
+def _kernels(cuda_src):
+    """{name: (parameter list, body)} of the __global__ functions in cuda_src (comments removed)."""
     code = _strip_comments(cuda_src)
     out = {}
     for m in re.finditer(r"__global__\s+void\s+(\w+)\s*\(", code):
-        _, after = _balanced(code, m.end() - 1)
+        params, after = _balanced(code, m.end() - 1)
         brace = code.find("{", after)
         if brace >= 0:
-            out[m.group(1)], _ = _balanced(code, brace, "{", "}")
+            out[m.group(1)] = (params, _balanced(code, brace, "{", "}")[0])
     return out
+
+
+_INT = r"\b(?:(?:const|unsigned|signed)\s+)*(?:int|long(?:\s+long)?|size_t|int64_t|int32_t|uint32_t|auto)\s+"
+
+
+def _sizes(params, body):
+    """The kernel's integer parameters and locals that are no thread index: the sizes a guard compares with,
+    e.g. ["rows", "cols"] of `(const float* x, float* out, int rows, int cols)`."""
+    names = re.findall(rf"{_INT}(\w+)\s*(?:,|$)", params.strip() + ",") if params else []
+    axes = _index_axes(body)
+    loops = set(re.findall(rf"\bfor\s*\(\s*{_INT}(\w+)", body))
+    names += [m.group(1) for m in re.finditer(rf"{_INT}(\w+)\s*=(?!=)([^;,]*)", body)
+              if m.group(1) not in {*axes, *loops} and not re.search(r"\b(?:blockDim|gridDim)\b", m.group(2))
+              and not loops & set(re.findall(r"\w+", m.group(2)))]  # `int idx = ph*tw;` is an offset
+    return list(dict.fromkeys(names))
+
+
+_ROWS = ("h", "rows", "height", "nrows", "n_rows", "num_rows", "H")
+_COLS = ("w", "cols", "width", "ncols", "n_cols", "num_cols", "W")
+
+
+def _bound_of(sizes):
+    """The size a 1D index must stay below, read from the kernel's sizes (n, the only one, or a row count);
+    None where they do not say."""
+    if "n" in sizes:
+        return "n"
+    if len(sizes) == 1:
+        return sizes[0]
+    return next((v for v in sizes if v in _ROWS), None)
+
+
+def _below(var, sizes):
+    """`if (var < bound)` with the kernel's own bound, or in words where its sizes do not name one."""
+    bound = _bound_of(sizes)
+    return f"`if ({var} < {bound})`" if bound else f"`if ({var} < n)`, n being the count {var} must stay below"
 
 
 @dataclass
@@ -61,6 +101,7 @@ class CGuard:
     text: str          # the statement that tests it, e.g. `if (i < n)`, `if (i >= n) return;`
     off_by_one: bool   # lets var == bound through: `i <= n`, `if (i > n) return;`
     at: int            # where the condition starts in the kernel's body
+    bound: str = "n"   # what it compares var with, as written
 
 
 def _index_vars(body):
@@ -71,12 +112,30 @@ def _index_vars(body):
 def _index_axes(body):
     """{name: "x", "y" or None} of the variables assigned from threadIdx/blockIdx, with the axis they read.
 
-    `int tc = threadIdx.x, tr = threadIdx.y;` declares two."""
+    `int tc = threadIdx.x, tr = threadIdx.y;` declares two; an integer declared from one of them is one too
+    (`for (int j = tid; j < w; j += blockDim.x)`), with its axis."""
     found = {}
     for m in re.finditer(r"\b(\w+)\s*=(?!=)\s*([^;,]*)", body):
         axes = set(re.findall(r"\b(?:threadIdx|blockIdx)\.([xyz])", m.group(2)))
         if axes and m.group(1) not in found:
             found[m.group(1)] = axes.pop() if len(axes) == 1 else None
+    for m in re.finditer(rf"{_INT}(\w+)\s*=(?!=)\s*([^;,]*)", body):
+        from_ = [found[v] for v in re.findall(r"\b\w+\b", m.group(2)) if v in found]
+        if from_ and "[" not in m.group(2) and m.group(1) not in found:
+            found[m.group(1)] = from_[0] if len(set(from_)) == 1 else None
+    return found
+
+
+def _global_indices(body, axes):
+    """The index variables that count threads across the grid: from blockIdx and a thread's index
+    (`i = blockIdx.x*blockDim.x + threadIdx.x`). The grid rounds them up past the end; `row = blockIdx.x` alone
+    is as many as the launch has blocks."""
+    found = set()
+    for v in axes:
+        m = re.search(rf"\b{v}\s*=(?!=)([^;,]*)", body)
+        if m and re.search(r"\bblockIdx\b", m.group(1)) and (re.search(r"\bthreadIdx\b", m.group(1)) or any(
+                re.search(rf"\b{u}\b", m.group(1)) for u in axes if u != v)):
+            found.add(v)
     return found
 
 
@@ -123,61 +182,100 @@ def cuda_guards(body, index_vars):
                 else:       # `if (i < n) {...}`, `for (...; i < n; ...)`
                     ok, off = op == "<" or (op == "<=" and minus_one), op == "<=" and not minus_one
                 if ok or off:
-                    guards.append(CGuard(var, shown, off, at))
+                    guards.append(CGuard(var, shown, off, at, re.sub(r"^\(+|\)+$", "", bound).strip() or "n"))
     return guards
 
 
 def guard_hint(cuda_src):
     """The memory check's hint for this source: no guard, a guard that lets i == n through, an access before the
-    guard, or a guard that is right (then an offset or a size is wrong). Reads the kernels' source only."""
-    kernels = cuda_kernels(cuda_src) if isinstance(cuda_src, str) else {}
+    guard, or a guard that is right (then an offset or a size is wrong), in the kernel's own names. Reads the
+    kernels' source only."""
+    kernels = _kernels(cuda_src) if isinstance(cuda_src, str) else {}
     if not kernels:
         return ("a thread past the last element must do nothing: guard the kernel's body with `if (i < n)`, and "
                 "keep every index inside its tensor.")
-    for name, body in kernels.items():
-        index = _index_vars(body)
+    for name, (params, body) in kernels.items():
+        axes = _index_axes(body)
+        index, sizes = list(axes), _sizes(params, body)
         guards = cuda_guards(body, index)
         load = _unbounded_tile_load(body)
         if load:
-            return (f"`{load}` in {name} loads a tile element with no bound: at the edges (the last, partial tile, "
-                    "or a block's rows and columns past the matrix) its index is past the tensor's end. Bound each "
-                    "tile load and load 0 outside, e.g. `ms[tr][tc] = r < h && idx + tc < k ? m[r*k + idx + tc] : "
-                    "0.0f;` and `ns[tr][tc] = c < w && idx + tr < k ? n[(idx + tr)*w + c] : 0.0f;`. Do not return "
-                    "early instead: every thread of the block must reach __syncthreads().")
-        global_ = {v for v in index if re.search(rf"\b{v}\s*=(?!=)[^;,]*\bblockIdx\b", body)}
-        two_d = _row_col(_index_axes(body), global_)
-        bound = f"`if ({two_d[0]} < h && {two_d[1]} < w)`" if two_d else None
+            return _load_hint(load, name, body)
+        global_ = _global_indices(body, axes)
+        two_d = _row_col(axes, global_)
+        rows = next((v for v in sizes if v in _ROWS), "h")
+        cols = next((v for v in sizes if v in _COLS), "w")
+        bound = f"`if ({two_d[0]} < {rows} && {two_d[1]} < {cols})`" if two_d else None
         loose = [g for g in guards if g.off_by_one]
         if loose:
             g = loose[0]
-            return (f"your guard `{g.text}` in {name} lets {g.var} == n through: that thread reads and "
-                    f"writes one element past the end. Compare with < (`if ({g.var} < n)`), or return when "
-                    f"{g.var} >= n.")
-        if index and not guards:
-            inside = bound or f"`if ({index[0]} < n)` (or start with `if ({index[0]} >= n) return;`)"
+            return (f"your guard `{g.text}` in {name} lets {g.var} == {g.bound} through: that thread reads and "
+                    f"writes one element past the end. Compare with < (`if ({g.var} < {g.bound})`), or return when "
+                    f"{g.var} >= {g.bound}.")
+        counted = [v for v in index if v in global_]
+        if counted and not guards:
+            v = counted[0]
+            inside = bound or f"{_below(v, sizes)} (or start with `if ({v} >= {_bound_of(sizes) or 'n'}) return;`)"
             return (f"{name} has no guard: the grid is rounded up to whole blocks, so the last block's threads past "
                     f"the end read and write outside the tensors. Put the body inside {inside}.")
-        unguarded = [v for v in index if v in global_ and v not in {g.var for g in guards} and _indexes_with(body, v)]
+        unguarded = [v for v in counted if v not in {g.var for g in guards} and _indexes_with(body, v)]
         if unguarded and guards:
             return (f"{name} guards {', '.join(sorted({g.var for g in guards}))} but not {', '.join(unguarded)}, "
                     f"which it also indexes with: every index a thread uses needs its bound, e.g. "
-                    f"{bound or '`if (row < h && col < w)`'}.")
+                    f"{bound or _below(unguarded[0], sizes)}.")
         first_guard = min((g.at for g in guards), default=None)
-        for var in {g.var for g in guards}:
-            use = re.search(rf"\w+\s*\[[^\]]*\b{var}\b[^\]]*\]", body)
+        for g in guards:
+            use = re.search(rf"\w+\s*\[[^\]]*\b{g.var}\b[^\]]*\]", body)
             if use and first_guard is not None and use.start() < first_guard and not _in_for_header(body, use.start()):
                 return (f"{name} uses `{' '.join(use.group(0).split())}` before its guard: the threads past the end "
-                        f"do that too. Move every access inside the guard (after `if ({var} >= n) return;`).")
+                        f"do that too. Move every access inside the guard (after `if ({g.var} >= {g.bound}) "
+                        "return;`).")
+        uses = list(dict.fromkeys(" ".join(u.split()) for u in re.findall(r"\w+\s*\[[^\]]+\]",
+                                                                          re.sub(r"__shared__[^;]*", " ", body))))
+        shown = ", ".join(uses[:6]) + (", ..." if len(uses) > 6 else "")
+        named = f" ({', '.join(sizes)})" if sizes else ""
         if guards:
             conds = "`, `".join(dict.fromkeys(g.text for g in guards))
-            uses = list(dict.fromkeys(" ".join(u.split()) for u in re.findall(r"\w+\s*\[[^\]]+\]", body)))
-            shown = ", ".join(uses[:6]) + (", ..." if len(uses) > 6 else "")
             return (f"the guard of {name} is there (`{conds}`), so an index it lets through goes past a tensor's end: "
-                    "check that it compares each index with the right size (the output's rows with h, columns with "
-                    f"w, or its n elements), and every offset you add in {shown}: for each thread the guard lets "
-                    "on, each must stay below its tensor's size.")
+                    f"check that it compares each index with the right size{named}, and every offset you add in "
+                    f"{shown}: for each thread the guard lets on, each must stay below its tensor's size.")
+        if not index or not uses:
+            continue
+        return (f"{name} reads or writes past a tensor's end: its indices come from blockIdx or threadIdx alone, so "
+                f"check that the launch starts no more blocks and threads than there is data, and that every index "
+                f"in {shown} stays below its tensor's size{named} for every thread it starts.")
     return ("a thread past the last element must do nothing: guard the kernel's body with `if (i < n)`, and keep "
             "every index inside its tensor.")
+
+
+def _identity(body):
+    """(what to load where a shared-memory load is out of range, why, as C) from the kernel's own combining step:
+    0 for a sum (of products), -INFINITY for a max, INFINITY for a min; both named where the source does not show."""
+    if re.search(r"\bfmaxf?\s*\(|\bmax\s*\(", body):
+        return "-INFINITY", " (a max's identity: no value is below it)", "-INFINITY"
+    if re.search(r"\bfminf?\s*\(|\bmin\s*\(", body):
+        return "INFINITY", " (a min's identity: no value is above it)", "INFINITY"
+    if re.search(r"\+=|=\s*[^;]*\+", body):
+        return "0", " (a sum's identity: it adds nothing)", "0.0f"
+    return "the reduction's identity value", " (0 for a sum, -INFINITY for a max)", "IDENTITY"
+
+
+def _load_hint(load, name, body):
+    """The hint for a load into shared memory with no bound, in the words of the kernel's own reduction."""
+    fill, why, value = _identity(body)
+    target, source = (part.strip() for part in load.rstrip(";").split("=", 1))
+    tile = re.search(r"\]\s*\[", target) is not None
+    if tile and value == "0.0f" and re.match(r"ms\s*\[\s*tr\s*\]\s*\[\s*tc\s*\]", target):
+        example = ("e.g. `ms[tr][tc] = r < h && idx + tc < k ? m[r*k + idx + tc] : 0.0f;` and `ns[tr][tc] = c < w && "
+                   "idx + tr < k ? n[(idx + tr)*w + c] : 0.0f;`")
+    else:
+        example = f"e.g. `{target} = IN_RANGE ? {source} : {value};`, IN_RANGE testing each index it reads"
+    where = ("the last, partial tile, or a block's rows and columns past the matrix" if tile else
+             "threads past the data's end: a block wider than the data, or the last, partial chunk")
+    return (f"`{load}` in {name} loads {'a tile element' if tile else 'an element into shared memory'} with no bound: "
+            f"at the edges ({where}) its index is past the tensor's end. Bound each {'tile ' if tile else ''}load and "
+            f"load {fill} outside{why}, {example}. Do not return early instead: every thread of the block must reach "
+            "__syncthreads().")
 
 
 def _unbounded_tile_load(body):

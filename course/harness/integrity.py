@@ -210,9 +210,11 @@ def judge(func, where, run, own_names, needs_shared=False, what_computes="every 
     if not own:
         raise AssertionError(none_of_its_own)
     if needs_shared and not shared_users(run.events):
-        raise AssertionError(f"{func}'s kernel ({own[0]}) did not use shared memory for {where}. Hint: the tiled "
-                             "kernel loads each tile into a __shared__ array, waits with __syncthreads(), and "
-                             "computes from the tile; a kernel that reads only global memory is the naive one.")
+        raise AssertionError(f"{func}'s kernel ({own[0]}) did not use shared memory for {where}, and this exercise "
+                             "asks for it. Hint: load the values a block's threads share (a tile, a row's partial "
+                             "results) into a __shared__ array, wait with __syncthreads() until every thread has "
+                             f"written its part, then compute {what_computes} from that array; a kernel that reads "
+                             "only global memory does not use it.")
     first, again = run.value, run.again
     if isinstance(first, torch.Tensor) and isinstance(again, torch.Tensor) and first.shape == again.shape \
             and not same(first, again):

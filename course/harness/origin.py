@@ -22,6 +22,7 @@ from . import wire
 from .exercise import at_element, split_hint, unwritten, with_hint
 
 OTHER_FILL = 0x5C  # the second run's fill byte: an element that holds each run's fill was written by no thread
+ORDERS = 3         # other orders of a block's threads CPU mode's probe tries, the fill the same
 SHOWN = 6          # elements a lone thread wrote, listed
 
 
@@ -47,8 +48,15 @@ def owner(element, shape, grid, block, work="element"):
     return ((bx, by, 0), (tx, ty, 0)) if bx < grid[0] and by < grid[1] else None
 
 
+STILL_HOLDS = "it still holds"  # how a verdict, and the Python rungs' fact, say an element kept the fill
+
+
 def with_facts(error, lines):
-    """error's verdict with the lines of facts after its description, before its hint."""
+    """error's verdict with the lines of facts after its description, before its hint; a fact the description
+    already states (that the element still holds the fill) is not said twice."""
+    head = split_hint(str(error))[0]
+    if STILL_HOLDS in head:
+        lines = [line for line in lines if not line.startswith(STILL_HOLDS)]
     if not lines:
         return error
     proven = facts_hint(error, lines)
@@ -65,9 +73,20 @@ READS_UNWRITTEN = ("what your kernel wrote depends on what the memory held befor
                    "(`out[i] = value;`), reading only elements of the inputs.")
 
 
+ORDER_CHANGES = "in CPU mode, what it wrote changed with the order the threads of a block ran in"
+ORDER_MATTERS = ("what your kernel wrote depends on the order its threads ran in: threads share data without "
+                 "waiting for each other. Put __syncthreads() after the threads write shared memory and before any "
+                 "thread reads what another wrote, and again before any thread overwrites what others still read "
+                 "(in a reduction, after each step), where every thread of the block reaches it.")
+
+
 def facts_hint(error, lines):
     """A hint the facts prove, for a verdict whose own hint could not name the cause; None when there is none."""
-    if "cannot name" in (split_hint(str(error))[1] or str(error)) and any(line.startswith(MEMORY_BEFORE) for line in lines):
+    if "cannot name" not in (split_hint(str(error))[1] or str(error)):
+        return None
+    if any(line.startswith(ORDER_CHANGES) for line in lines):
+        return ORDER_MATTERS
+    if any(line.startswith(MEMORY_BEFORE) for line in lines):
         return READS_UNWRITTEN
     return None
 
@@ -76,13 +95,17 @@ def _value(v):
     return "NaN" if isinstance(v, float) and v != v else f"{v:.7g}" if isinstance(v, float) else str(v)
 
 
+def _same_value(a, b):
+    return a == b or (a != a and b != b)
+
+
 def _written(values):
-    """The fact two runs with different fills show about one element."""
+    """The fact two runs with different fills (in CPU mode, the threads in the same order) show about one element."""
     (a, b) = values
     if a["fill"] and b["fill"]:
         return ("no thread wrote it: it held what the memory held before the call, in two runs with different "
                 "contents (the fill).")
-    if a["value"] == b["value"] or (a["value"] != a["value"] and b["value"] != b["value"]):
+    if _same_value(a["value"], b["value"]):
         return f"a thread wrote {_value(a['value'])} there (the same in two runs with different fills)."
     return (f"{MEMORY_BEFORE} ({_value(a['value'])}, then {_value(b['value'])}): the kernel computes it from memory "
             "nobody wrote (the output before it is written, or past a tensor's end).")
@@ -125,6 +148,10 @@ def describe_cuda(facts, element, work="element"):
                          f"write it ({index}).")
     if facts.get("values"):
         lines.append(_written(facts["values"]))
+    if facts.get("order"):
+        first, then = map(_value, facts["order"])
+        lines.append(f"{ORDER_CHANGES} ({first}, then {then}, the memory before the same): a thread reads what "
+                     "another has not written yet, or overwrites what another has not read yet.")
     alone = facts.get("alone")
     if alone:
         if alone.get("error"):
@@ -229,14 +256,24 @@ def probe(job_path, result_path):
                 launches = [launch for launch in [_noted_launch(lib)] if launch]
             return _first_tensor(y).detach().cpu(), launches
 
+        order = getattr(lib, "cuda_cpu_order", None)  # CPU mode: the same order of threads for both fills
         values = []
         for k, fill in enumerate((byte, OTHER_FILL)):
+            if order is not None:
+                order(ctypes.c_ulonglong(0))
             y, launches = call(fill, first=k == 0)
             if k == 0:
                 facts["shape"], facts["launch"] = list(y.shape), (launches[-1] if launches else None)
             cell = y.reshape(-1)[job.element:job.element + 1]
             values.append({"value": cell.item(), "fill": bool((cell.view(torch.uint8) == fill).all())})
         facts["values"] = values
+        if order is not None:  # the first fill again, the threads in other orders
+            for seed in range(1, ORDERS + 1):
+                order(ctypes.c_ulonglong(seed))
+                value = call(byte)[0].reshape(-1)[job.element].item()
+                if not _same_value(value, values[0]["value"]):
+                    facts["order"] = [values[0]["value"], value]
+                    break
         launch = facts["launch"]
         who = owner(job.element, facts["shape"], launch[1], launch[2], _work(job)) if launch else None
         if who and job.cpu and hasattr(lib, "cuda_cpu_watch"):
@@ -277,14 +314,6 @@ class _Recording:
 
     def __getattr__(self, name):
         return getattr(self._checked, name)
-
-
-def _flat(idx, tensor):
-    """The flat index of an int or a tuple of ints into a contiguous tensor; None for anything else."""
-    parts = idx if isinstance(idx, tuple) else (idx,)
-    if not all(isinstance(p, int) for p in parts) or len(parts) > tensor.dim():
-        return None
-    return sum(p * s for p, s in zip(parts, tensor.stride()))
 
 
 def _shown(idx):
@@ -373,7 +402,7 @@ def python_facts(yours, element, ran, work="element"):
         flat = yours.reshape(-1)
         held = _value(flat[element].item())
         unless = "" if yours.dtype.is_floating_point else f" (unless a thread wrote {held} itself)"
-        lines.append(f"it still holds {held}, what the memory held before the call: no thread wrote it{unless}."
+        lines.append(f"{STILL_HOLDS} {held}, what the memory held before the call: no thread wrote it{unless}."
                      if bool(never.reshape(-1)[element]) else f"a thread wrote {held} there.")
     if call is None:
         return lines
