@@ -73,6 +73,31 @@ def _row_exercise(work):
                     judge=judge, out_dtype=torch.float32, out_numel=lambda case: case.args[0].numel(), work=work)
 
 
+def test_a_block_per_row_kernel_is_told_the_block_of_its_row_never_a_thread():
+    # a row max with a block per row (row = blockIdx.x, its threads striding over the columns): an element-wise
+    # reading says "thread 3 of block 0" for row 3, which is false
+    assert owner(3, (20,), (20, 1, 1), (256, 1, 1), work="block_row") == ((3, 0, 0), None)
+    assert owner(3 * 37 + 20, (20, 37), (20, 1, 1), (128, 1, 1), work="block_row") == ((3, 0, 0), None)
+    assert owner(3, (20,), (2, 1, 1), (256, 1, 1), work="block_row") is None        # 2 blocks for 20 rows
+    assert owner(3, (20,), (20, 2, 1), (16, 16, 1), work="block_row") is None      # a 2D launch: no mapping
+    facts = {"launch": ["row_max_k", [20, 1, 1], [256, 1, 1]], "shape": [20]}
+    said = describe_cuda(facts, 3, "block_row")[0]
+    assert "block 3 should write it (a block per row: row = blockIdx.x = 3" in said and "thread" not in said.split(
+        "(")[0], said
+    assert "thread 3 of block 0" in describe_cuda(facts, 3, "element")[0]  # what "element" would say
+    few = describe_cuda({"launch": ["row_max_k", [2, 1, 1], [256, 1, 1]], "shape": [20]}, 7, "block_row")[0]
+    assert "starts 2 blocks for 20 rows" in few and "`row += gridDim.x`" in few, few
+
+
+def test_work_is_declared_per_rung_and_checked_when_the_topic_is_imported():
+    ex = _row_exercise({"cuda": "block_row", "python": "row"})
+    assert ex.work_on("cuda") == "block_row" and ex.work_on("python") == "row" and ex.work_on("triton") == "element"
+    assert ex.threads_for(None, torch.empty(20, 37)) == 20                              # the Python rung: a row each
+    assert ex.threads_for(None, torch.empty(20, 37), "cuda") is None                    # blocks, not threads
+    with pytest.raises(ValueError, match="choose one of element, row, block_row, shared"):
+        _row_exercise({"cuda": "block"})
+
+
 def test_a_row_wise_kernel_is_told_about_its_rows_not_its_elements():
     from course.harness.python import check_python
 

@@ -20,6 +20,8 @@ class Case:
 WORK = {  # Exercise.work: what the facts about a wrong element and the runners' hints take a thread to own
     "element": "thread i writes output element i (a 2D launch: the row from y, the column from x)",
     "row": "thread i writes row i of a 2D output (a row-wise kernel: a softmax, a normalisation)",
+    "block_row": "block b writes row b of the output, its threads splitting the row (a shared-memory reduction per "
+                 "row): the facts name the block, not a thread",
     "shared": "threads add into elements others add to (a histogram, a reduction): no element has a thread of its own",
 }
 
@@ -45,17 +47,26 @@ class Exercise:
     one_thread: dict = field(default_factory=dict)  # a Python kernel's share of the output (harness/contract.py):
                                                  # element: (one, many) as messages name it; default one element
                                                  # per thread index
-    work: str = "element"                        # how the lesson's kernel gives its threads the output (WORK)
+    work: Any = "element"                        # how the lesson's kernel gives its threads the output (WORK), or
+    #                                              {rung name: that} where the rungs differ ("element" for the others)
 
     def __post_init__(self):
-        if self.work not in WORK:
-            raise ValueError(f"Exercise {self.name}: work={self.work!r}; choose one of {', '.join(WORK)}")
+        kinds = self.work.values() if isinstance(self.work, dict) else [self.work]
+        bad = [k for k in kinds if k not in WORK]
+        if bad:
+            raise ValueError(f"Exercise {self.name}: work={self.work!r}; choose one of {', '.join(WORK)} (or a dict of "
+                             "rung name to one)")
 
-    def threads_for(self, case, out):
+    def work_on(self, rung):
+        """The WORK kind of the lesson's kernel on a rung ("python", "cuda", "triton")."""
+        return self.work.get(rung, "element") if isinstance(self.work, dict) else self.work
+
+    def threads_for(self, case, out, rung="python"):
         """The threads the lesson's kernel needs for a case, its output tensor out (WORK); None where that says nothing."""
-        if self.work == "row" and isinstance(out, torch.Tensor) and out.dim() == 2:
+        work = self.work_on(rung)
+        if work == "row" and isinstance(out, torch.Tensor) and out.dim() == 2:
             return out.shape[0]
-        return self.out_numel(case) if self.work != "shared" else None
+        return self.out_numel(case) if work in ("element", "row") else None
 
     def inputs(self, case, seed, rung):
         """The cases of a named input case for a Rung (harness/rungs.py), with a clear error for an unknown name or a missing seed."""

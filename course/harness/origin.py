@@ -30,10 +30,15 @@ def owner(element, shape, grid, block, work="element"):
     """((bx, by, bz), (tx, ty, tz)) of the thread that writes output element (a flat index) by the lessons' index
     (Exercise.work): i = blockIdx.x*blockDim.x + threadIdx.x for a 1D launch, i the element or (work "row") its row;
     row from y and column from x for a 2D launch over a 2D output. None when the launch has no such thread, or the
-    work gives no element a thread of its own."""
+    work gives no element a thread of its own. Work "block_row": ((row, 0, 0), None), the block of the element's row
+    (the row itself for an output of one value a row), where a 1D launch has one; which of its threads writes it is
+    the kernel's own business."""
     if work == "shared":
         return None
     one_d = grid[1] == grid[2] == 1 and block[1] == block[2] == 1
+    if work == "block_row":
+        row = element // shape[1] if len(shape) == 2 else element
+        return ((row, 0, 0), None) if one_d and len(shape) in (1, 2) and row < grid[0] else None
     if work == "row":
         if not one_d or len(shape) != 2:
             return None
@@ -135,6 +140,16 @@ def describe_cuda(facts, element, work="element"):
         who = owner(element, shape, grid, block, work)
         if who is None and work == "row" and not (one_d and len(shape) == 2):
             pass  # a row-wise kernel on another launch: which thread has the row is the kernel's own business
+        elif who is None and work == "block_row":
+            if one_d and len(shape) in (1, 2):
+                rows = shape[0]
+                lines.append(f"where it comes from: your launch {name}<<<{dims}>>> starts {grid[0]:,} blocks for "
+                             f"{rows:,} rows, so its row has no block of its own (a block per row needs "
+                             f"{rows:,} blocks, or a loop over rows: `row += gridDim.x`).")
+        elif work == "block_row":
+            row = who[0][0]
+            lines.append(f"where it comes from: in your launch {name}<<<{dims}>>>, block {row:,} should write it "
+                         f"(a block per row: row = blockIdx.x = {row:,}; its threads share the row's work).")
         elif who is None:
             span = (f"{grid[0] * block[0]:,} threads" if one_d else
                     f"{grid[0] * block[0]:,} threads across and {grid[1] * block[1]:,} down")
@@ -187,9 +202,9 @@ def cuda_facts(job, element, case):
 
 
 def _work(job):
-    """The Exercise.work of a job's exercise ("element" where the job names none)."""
+    """The Exercise.work of a job's exercise on the CUDA rung ("element" where the job names none)."""
     from .exercise import exercise_named
-    return exercise_named(tuple(job.exercise)).work if job.exercise else "element"
+    return exercise_named(tuple(job.exercise)).work_on("cuda") if job.exercise else "element"
 
 
 # ---- in the child: the runs that find the facts ------------------------------------------------------------------
@@ -276,7 +291,7 @@ def probe(job_path, result_path):
                     break
         launch = facts["launch"]
         who = owner(job.element, facts["shape"], launch[1], launch[2], _work(job)) if launch else None
-        if who and job.cpu and hasattr(lib, "cuda_cpu_watch"):
+        if who and who[1] is not None and job.cpu and hasattr(lib, "cuda_cpu_watch"):
             lib.cuda_cpu_watch(1, *who[0], *who[1])
             try:
                 y, _ = call(byte)
@@ -357,7 +372,7 @@ def python_facts(yours, element, ran, work="element"):
     [] without a launch, or where the work gives no element a thread of its own."""
     from ..ladder import CheckedTensor, dim3
     launches, kernel, args = ran.get("launches"), ran.get("kernel"), ran.get("args")
-    if not launches or kernel is None or args is None or not isinstance(yours, torch.Tensor) or work == "shared":
+    if not launches or kernel is None or args is None or not isinstance(yours, torch.Tensor) or work in ("shared", "block_row"):
         return []
     if work == "row" and (yours.dim() != 2 or launches[-1][0] not in ("run_kernel", "blk_kernel")):
         return []

@@ -152,12 +152,12 @@ def check_python(exercise, fn, case, seed=None, hang_hint=None):
             # What the runners did (no thread, too few, kernels returning their values) outweighs what the
             # output alone suggests, when the judge found wrong elements that were never written.
             seen = (runner_hint(ran, exercise.threads_for(c, yours), bool(never.all()), never,
-                                unit="row" if exercise.work == "row" else "element")
+                                unit="row" if exercise.work_on("python") == "row" else "element")
                     if never is not None and "never written" in str(e) else None)
             e = with_hint(e, seen) if seen else e
             if element_of(e) is not None:
                 try:
-                    e = with_facts(e, python_facts(yours, e.element, ran, exercise.work))
+                    e = with_facts(e, python_facts(yours, e.element, ran, exercise.work_on("python")))
                 except Exception:  # reading the evidence must never hide the verdict
                     pass
             raise e from None
