@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .grading.cell_roles import cell_code, check_call, is_test_cell, solution_ids
+
 PACKAGE = Path(__file__).resolve().parent
 TOPICS = PACKAGE / "topics"
 _ALL = re.compile(r"^__all__ = (\(.*?\)|\[.*?\])", re.S | re.M)
@@ -56,10 +58,6 @@ class Exercise:
     functions: tuple     # the functions its solution cell defines, and the wrappers the lesson gives after it
 
 
-def _code(cell):
-    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-
-
 def _defined(source):
     """The names a cell's top-level statements define or assign."""
     try:
@@ -97,14 +95,12 @@ def _common_prefix(ids):
 def notebook_exercises(nb, stem):
     """The exercises of a notebook (nbformat or JSON dict), in order: each solution cell with its test cells, a test
     cell belonging to the solution cell that defines what it checks (the cell's first argument)."""
-    from .grading.seeds import is_test_cell
-    from .grading.trusted import check_call
     owner, last, tests, checks, functions = {}, None, {}, {}, {}
     for cell in nb["cells"]:
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if cell["cell_type"] != "code" or "demo" in cell.get("metadata", {}).get("tags", []):
             continue
-        source = _code(cell)
+        source = cell_code(cell)
         if meta.get("solution"):
             last = meta["grade_id"]
             tests.setdefault(last, [])
@@ -157,14 +153,12 @@ class Assignment:
 
     def checks(self):
         """{check name: [(notebook, test grade_id)]}: every check a test cell calls, and where."""
-        from .grading.seeds import is_test_cell
-        from .grading.trusted import check_call
         calls = {}
         for p in self.notebooks:
             for cell in self.read(p)["cells"]:
                 if is_test_cell(cell):
                     try:
-                        name = check_call(_code(cell))[0]
+                        name = check_call(cell_code(cell))[0]
                     except ValueError:
                         continue
                     calls.setdefault(name, []).append((p.stem, cell["metadata"]["nbgrader"]["grade_id"]))
@@ -217,7 +211,7 @@ class Assignment:
                 gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
                 where = f"source/{self.name}/{p.stem} cell {i}" + (f" ({gid})" if gid else "")
                 if stmt is None:
-                    if "cpp_src" in _code(cell):
+                    if "cpp_src" in cell_code(cell):
                         problems.append(f"{where} does not parse as Python, so its cpp_src cannot be checked against "
                                         "the topic's: make the cell valid Python")
                     continue
@@ -243,7 +237,7 @@ class Assignment:
     def repository_problems(self):
         """What the course's tests refuse: no example students, no corpus, answers for cells that do not exist."""
         problems = []
-        solutions = {g for p in self.notebooks for g in _solution_ids(self.read(p))}
+        solutions = {g for p in self.notebooks for g in solution_ids(self.read(p))}
         if not self.students():
             problems.append(f"examples/{self.name}/ has no example students: add a folder per student with one "
                             "<grade_id>.py per solution cell (a right one, a wrong one, an empty one)")
@@ -262,11 +256,6 @@ class Assignment:
                 if unknown:
                     problems.append(f"tests/corpus/{self.name}/{folder.name}: no exercise is called {', '.join(unknown)}")
         return problems
-
-
-def _solution_ids(nb):
-    return [c["metadata"]["nbgrader"]["grade_id"] for c in nb["cells"]
-            if c.get("metadata", {}).get("nbgrader", {}).get("solution")]
 
 
 def declared(root):

@@ -1,25 +1,6 @@
 """The last rung of the ladder, CUDA C compiled from the notebook: cuda_begin, cdiv, load_cuda (taught in grayscale/L3)."""
+from .prelude import cuda_begin
 from .toolchain import CompileError, load_cuda
-
-# The lecture's boilerplate, with lighter headers than torch/extension.h: the same names
-# (torch::Tensor, torch::empty, TORCH_CHECK), half the compile time (see benchmarks/compile.py).
-# cdiv is __host__ __device__: the wrapper sizes the grid with it, and a kernel may call it too.
-cuda_begin = r'''
-#include <ATen/core/Tensor.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_like.h>
-#include <ATen/ops/zeros.h>
-#include <ATen/ops/zeros_like.h>
-#include <c10/cuda/CUDAException.h>
-#include <stdio.h>
-namespace torch { using namespace at; }
-
-#define CHECK_CUDA(x) TORCH_CHECK(x.device().is_cuda(), #x " must be a CUDA tensor")
-#define CHECK_CONTIGUOUS(x) TORCH_CHECK(x.is_contiguous(), #x " must be contiguous")
-#define CHECK_INPUT(x) CHECK_CUDA(x); CHECK_CONTIGUOUS(x)
-
-__host__ __device__ inline unsigned int cdiv(unsigned int a, unsigned int b) { return (a + b - 1) / b; }
-'''
 
 
 def cdiv(a, b):

@@ -11,8 +11,8 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
-from course.grading.trusted import (DEMO_NOTE, OPAQUE, TrustedExecute, check_call, child_checks, decode, encode,
-                                     needs_demo, unjudgeable)
+from course.grading.cell_roles import check_call
+from course.grading.trusted import DEMO_NOTE, OPAQUE, TrustedExecute, child_checks, decode, encode, needs_demo, unjudgeable
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -22,8 +22,7 @@ import nbformat
 from ..assignments import Assignment
 from .layout import CourseError, course_root, require_assignment
 from .publish import release_refusals
-from .seeds import is_test_cell
-from .trusted import check_call, is_demo
+from .cell_roles import check_call, is_demo, is_test_cell
 
 
 def source_cells(assignment, notebook, answers, wanted):

@@ -81,22 +81,12 @@ def _binds(stmt):
     return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
-def course_cuda_begin():
-    """The course's cuda_begin, read from course/cuda.py without importing torch."""
-    from pathlib import Path
-    text = (Path(__file__).resolve().parent.parent / "cuda.py").read_text()
-    for stmt in ast.parse(text).body:
-        if isinstance(stmt, ast.Assign) and any(getattr(t, "id", None) == "cuda_begin" for t in stmt.targets):
-            return ast.literal_eval(stmt.value)
-    raise RuntimeError("course/cuda.py defines no cuda_begin")
-
-
 def compile_jobs(nb, cuda_begin=None, gpu=True):
     """[{cuda_src, cpp_src, funcs, opt}] for each load_cuda call of notebook nb whose arguments are written out in it.
 
     gpu=False leaves out cells tagged `gpu` (they stop before compiling where there is no GPU)."""
     if cuda_begin is None:
-        cuda_begin = course_cuda_begin()
+        from ..prelude import cuda_begin
     env, jobs = {"cuda_begin": cuda_begin}, []
     cells = [c for c in nb.cells if gpu or "gpu" not in c.metadata.get("tags", [])]
     for _, stmt in statements(cells, env):

@@ -11,7 +11,7 @@ from . import leaderboard
 from .gradebook import grades
 from .layout import CourseError, course_root, db_path, db_url, require_assignment
 from .ledger import Ledger
-from .seeds import is_test_cell
+from .cell_roles import is_test_cell
 
 _SIZE = re.compile(r"\b\d+x\d+\b")
 _NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])")

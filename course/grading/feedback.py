@@ -12,7 +12,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from ..tracebacks import COURSE as _COURSE, install_student_tracebacks, without_course_frames  # noqa: F401
 from .layout import CourseError
 from .release import ClearHiddenTestsQuietly
-from .seeds import is_test_cell
+from .cell_roles import is_test_cell
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from .seeds import is_test_cell
+from .cell_roles import is_test_cell
 from .trusted import SPEED_RECORD
 
 COLUMNS = ("test", "rank", "student", "ms", "reference_ms", "ratio_to_reference", "baseline", "ratio_to_baseline",
@@ -41,7 +41,7 @@ def records(root, assignment):
 
 def speed_tests(release, assignment):
     """"notebook/grade_id" of each speed test the released assignment holds (a check called with "speed")."""
-    from .trusted import check_call
+    from .cell_roles import check_call
     tests = []
     for path in sorted(Path(release, assignment).glob("*.ipynb")):
         for cell in nbformat.read(path, as_version=4).cells:

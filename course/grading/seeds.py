@@ -12,6 +12,8 @@ import os
 import secrets
 from pathlib import Path
 
+from .cell_roles import is_test_cell
+
 SECRET_FILE = ".grading_secret"  # in the course folder, next to nbgrader_config.py: never in release/
 SECRET_ENV = "COURSE_GRADING_SECRET"
 
@@ -84,12 +86,6 @@ def personal_source(source, student, secret):
         raw = lines[lineno - 1].encode()
         lines[lineno - 1] = (raw[:start] + str(personal_seed(value, student, secret)).encode() + raw[end:]).decode()
     return "\n".join(lines)
-
-
-def is_test_cell(cell):
-    """True for an autograded test cell (graded, not a solution)."""
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return cell.get("cell_type") == "code" and meta.get("grade", False) and not meta.get("solution", False)
 
 
 def personal_notebook(nb, student, secret):

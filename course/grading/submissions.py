@@ -4,16 +4,12 @@ from pathlib import Path
 
 import nbformat
 
+from .cell_roles import solution_ids
+
 
 def answers_in(folder):
     """A student's answers: {grade_id: cell source}, one `<grade_id>.py` file per solution cell."""
     return {p.stem: p.read_text() for p in sorted(Path(folder).glob("*.py"))}
-
-
-def solution_ids(nb):
-    """The grade_ids of a notebook's solution cells."""
-    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("solution")]
 
 
 def fill(nb, answers):

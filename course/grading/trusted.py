@@ -33,34 +33,10 @@ from nbformat.notebooknode import NotebookNode
 from ..device import GraderFault
 from ..harness import trace
 from .autograde import SafeExecute, _error
-from .seeds import has_seed, is_test_cell
+from .cell_roles import check_call, is_demo, is_test_cell
+from .seeds import has_seed
 
 OPAQUE = "__course_opaque__"  # what stands for a value that cannot travel: the name of its type
-
-
-def check_call(source):
-    """The one check call of a test cell: (check name, first argument's name, other arguments, keyword arguments).
-
-    Raises ValueError saying why a cell is not one call check_...(name, literal, ...)."""
-    try:
-        body = ast.parse(source).body
-    except SyntaxError as e:
-        raise ValueError(f"it is not valid Python ({e.msg}, line {e.lineno})") from None
-    calls = [node.value for node in body if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)]
-    others = [node for node in body if not (isinstance(node, ast.Expr) and isinstance(node.value, (ast.Call, ast.Constant)))
-              and not isinstance(node, ast.Pass)]
-    if len(calls) != 1 or others:
-        raise ValueError(f"a test cell holds exactly one call check_...(name, ...) (and a docstring); this one has "
-                         f"{len(calls)} call(s) and {len(others)} other statement(s)")
-    call = calls[0]
-    if not isinstance(call.func, ast.Name) or not call.args or not isinstance(call.args[0], ast.Name):
-        raise ValueError("its call must be check_...(name, ...): a check of the course called on a name")
-    try:
-        args = [ast.literal_eval(a) for a in call.args[1:]]
-        kwargs = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
-    except ValueError:
-        raise ValueError("the check's other arguments must be literals (a case name, a seed)") from None
-    return call.func.id, call.args[0].id, args, kwargs
 
 
 def the_check(name):
@@ -104,11 +80,6 @@ def unjudgeable(nb):
 
 DEMO_NOTE = ("(a demo of the lesson, not run at grading: the tests call your code themselves. It ran in your "
              "notebook when you worked through it.)\n")
-
-
-def is_demo(cell):
-    """Whether a code cell is tagged `demo`: it shows a student's work and grading skips it, as the audit does."""
-    return cell.cell_type == "code" and "demo" in cell.metadata.get("tags", [])
 
 
 def _python(source):

@@ -21,8 +21,9 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import determine_grade, is_solution
 
-from .seeds import is_test_cell, personal_notebook
-from .trusted import Answers, answer, decode, encode, is_demo, judge_cell
+from .cell_roles import is_demo, is_test_cell
+from .seeds import personal_notebook
+from .trusted import Answers, answer, decode, encode, judge_cell
 
 NOTEBOOK_TIMEOUT = 1800  # seconds for one notebook's re-run: compiles and checks included
 

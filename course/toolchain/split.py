@@ -23,6 +23,7 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from ..prelude import cuda_begin
 from . import objects
 from .source import Edits, Unit, blank, close, kernel_name_start, launch_parts, line_col, split_top
 
@@ -436,7 +437,6 @@ def _kernel(code, start, end, parts, index):
 
 
 def _is_cuda_begin_start(cuda_src):
-    from ..cuda import cuda_begin
     return cuda_begin if cuda_src.startswith(cuda_begin) else None
 
 
