@@ -48,8 +48,9 @@ def names(root, where="source"):
 
 
 @dataclass(frozen=True)
-class Exercise:
-    """One solution cell and the test cells after it, as a notebook declares them."""
+class NotebookExercise:
+    """One solution cell and the test cells after it, as a notebook declares them (the topic's side of an exercise,
+    its cases and judge, is course.harness.exercise.Exercise)."""
     grade_id: str        # the solution cell's, e.g. "rgb2grey_k"
     notebook: str        # e.g. "02_L1_run_kernel"
     prefix: str          # what its test cells' grade_ids start with, e.g. "rgb2grey_pyk_"
@@ -123,7 +124,7 @@ def notebook_exercises(nb, stem):
     for gid, ids in tests.items():
         if ids:
             prefix = _common_prefix(ids)
-            out.append(Exercise(gid, stem, prefix, tuple(t[len(prefix):] for t in ids),
+            out.append(NotebookExercise(gid, stem, prefix, tuple(t[len(prefix):] for t in ids),
                                 tuple(dict.fromkeys(checks[gid])), tuple(dict.fromkeys(functions.get(gid, [])))))
     return out
 
@@ -148,7 +149,7 @@ class Assignment:
         return json.loads(Path(path).read_text())
 
     def exercises(self):
-        """{solution grade_id: Exercise} over every notebook."""
+        """{solution grade_id: NotebookExercise} over every notebook."""
         return {e.grade_id: e for p in self.notebooks for e in notebook_exercises(self.read(p), p.stem)}
 
     def checks(self):

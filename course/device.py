@@ -21,16 +21,17 @@ def has_gpu():
     return torch.cuda.is_available()
 
 
-def nvidia_smi(*fields, units=True, timeout=30):
-    """What nvidia-smi --query-gpu=FIELDS says: a list of values (strings) per GPU; [] without nvidia-smi, None when it
-    fails (no NVIDIA driver loaded) or gives no answer in timeout seconds."""
+def nvidia_smi(*fields, units=True, timeout=30, gpu=None):
+    """What nvidia-smi --query-gpu=FIELDS says: a list of values (strings) per GPU (gpu: only that one, an index or a
+    UUID); [] without nvidia-smi, None when it fails (no NVIDIA driver loaded) or gives no answer in timeout seconds."""
     import shutil
     import subprocess
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return []
     try:
-        out = subprocess.run([smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader" + ("" if units else ",nounits")],
+        out = subprocess.run([smi, *([f"--id={gpu}"] if gpu is not None else []), f"--query-gpu={','.join(fields)}",
+                              "--format=csv,noheader" + ("" if units else ",nounits")],
                              capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.SubprocessError):
         return None

@@ -1,6 +1,7 @@
 """The boundary is the architecture: the code that runs beside student code imports nothing that judges (the import
 contract in pyproject.toml), and the package has no import circle (a function's import counts: it is a circle all the same
 once it runs)."""
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -70,3 +71,34 @@ def test_a_circle_is_found_where_there_is_one():
             return self.edges.get(m, set())
 
     assert circles(Graph(), HARNESS) == [["course.harness.a", "course.harness.b", "course.harness.c"]]
+
+
+def private_imports(path, root=ROOT):
+    """`from m import _name` and `m._name` in a file, m a module of the course: a private name read across modules."""
+    tree = ast.parse(path.read_text())
+    modules, found = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("course")):
+            modules |= {a.asname or a.name for a in node.names}
+            found += [f"{path.relative_to(root)}:{node.lineno} imports {a.name}" for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]
+        elif isinstance(node, ast.Import):
+            modules |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name.startswith("course")}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules \
+                and node.attr.startswith("_") and not node.attr.startswith("__"):
+            found.append(f"{path.relative_to(root)}:{node.lineno} reads {node.value.id}.{node.attr}")
+    return found
+
+
+def test_no_module_reads_another_modules_private_name():
+    found = [f for p in sorted((ROOT / "course").rglob("*.py")) + sorted((ROOT / "benchmarks").glob("*.py"))
+             for f in private_imports(p)]
+    assert not found, "private names read across modules (make them public, or move the code): " + "; ".join(found)
+
+
+def test_a_private_import_is_found_where_there_is_one(tmp_path):
+    bad = tmp_path / "probe.py"
+    bad.write_text("from .harness.child import _secret\nfrom course.harness import children\nchildren._server = 1\n"
+                   "import os\nos._exit\n")
+    assert [f.split(" ", 1)[1] for f in private_imports(bad, tmp_path)] == ["imports _secret", "reads children._server"]

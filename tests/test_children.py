@@ -129,7 +129,7 @@ def test_compute_sanitizers_report_is_read_even_when_a_long_crash_report_follows
                    + "========= ERROR SUMMARY: 5 errors\n")
     with pytest.raises(cuda.OutOfBounds, match="5 errors; the first: Invalid __global__ read of size 1 bytes"):
         cuda._sanitizer_verdict("memory", cuda.SANITIZER_EXIT, cuda._sanitizer_lines(log))
-    cuda._sanitizer_verdict("memory", cuda.SANITIZER_EXIT, cuda._tail(log))  # the tail alone finds nothing
+    cuda._sanitizer_verdict("memory", cuda.SANITIZER_EXIT, cuda.log_tail(log))  # the tail alone finds nothing
 
 
 def test_the_server_children_are_forked_from_has_the_environment_of_the_call(tmp_path, monkeypatch):

@@ -273,6 +273,7 @@ def test_doctor_checks_triton_its_version_against_torchs_and_a_tiny_kernel(monke
 
 FAKE_SMI = """#!/bin/sh
 case "$*" in
+  *--id=GPU-1*--query-gpu=clocks.sm*) printf '1980, 2619, 1980, 41, 120.5, 550.54.15\\n' ;;
   *--query-gpu=index*) printf '0\\n1\\n' ;;
   *--query-gpu=name,driver_version,memory.total*) printf 'NVIDIA H100 80GB HBM3, 550.54.15, 81559 MiB\\n' ;;
   *) echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver" >&2; exit 9 ;;
@@ -290,6 +291,8 @@ def test_grading_and_doctor_read_the_gpus_from_nvidia_smi(tmp_path, monkeypatch)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     assert grade.visible_gpus() == ["0", "1"]
     assert doctor.gpus() == [("NVIDIA H100 80GB HBM3", "550.54.15", "81559 MiB")]
+    assert nvidia_smi("clocks.sm", "clocks.mem", units=False, gpu="GPU-1") == [["1980", "2619", "1980", "41", "120.5",
+                                                                           "550.54.15"]]  # one GPU: speed.gpu_facts
     assert nvidia_smi("utilization.gpu", units=False) is None  # the driver not loaded
     monkeypatch.setenv("PATH", str(tmp_path / "none"))
     assert nvidia_smi("index") == [] and grade.visible_gpus() == [] and doctor.gpus() == []

@@ -20,7 +20,7 @@ def cell_timeout(cell):
     return COMPILE_TIMEOUT if "load_cuda(" in cell.source or "load_inline(" in cell.source else CELL_TIMEOUT
 
 
-def _error(ename, evalue):
+def error_output(ename, evalue):
     return NotebookNode(output_type="error", ename=ename, evalue=evalue,
                         traceback=[f"\x1b[0;31m{ename}\x1b[0m: {evalue}"])
 
@@ -49,7 +49,7 @@ class SafeExecute(Execute):
         if cell.cell_type != "code":
             return cell, resources
         if self._stopped:
-            cell.outputs = [_error("NotRun", f"this cell did not run: {self._stopped}. It earns no points; "
+            cell.outputs = [error_output("NotRun", f"this cell did not run: {self._stopped}. It earns no points; "
                                    "the cells before it kept theirs.")]
             return cell, resources
         try:
@@ -83,7 +83,7 @@ class SafeExecute(Execute):
 
     def _stopped_output(self):
         """The error output of the cell where the notebook stopped."""
-        return _error("KernelStopped", f"{self._stopped}. This cell and every later one earn no points; a crash "
+        return error_output("KernelStopped", f"{self._stopped}. This cell and every later one earn no points; a crash "
                       "in your own code (e.g. a segfault in C++ called here) or a hang stops the kernel.")
 
 

@@ -32,7 +32,7 @@ from nbformat.notebooknode import NotebookNode
 
 from ..device import GraderFault
 from ..harness import trace
-from .autograde import SafeExecute, _error
+from .autograde import SafeExecute, error_output
 from .cell_roles import check_call, is_demo, is_test_cell
 from .seeds import has_seed
 
@@ -178,7 +178,7 @@ def answer(ns, what, arg):
             with ladder.recording(order["reversed"], order.get("alone")) as ran, python.time_limit(python.PYTHON_TIMEOUT), \
                     python.prefilled(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 value = ns[name](*args)
-        except python._TimedOut as e:
+        except python.TimedOut as e:
             from course.harness.evidence import timeout_hint
             return ("timeout", timeout_hint(e.__traceback__, ran, python.PYTHON_TIMEOUT))
         return ("returned", value, args, {key: ran[key] for key in ("writes", "syncs", "contract")})
@@ -239,13 +239,13 @@ class Answers:
 
         def call(*args):
             from course import ladder
-            from course.harness.python import _TimedOut
             record = ladder.record()
             reply = worker.ask("call", (name, args, {"reversed": record["reversed"], "alone": record["alone"]}))
             if reply[0] == "raised":
                 raise _raised(reply)
             if reply[0] == "timeout":
-                stop = _TimedOut()
+                from course.harness.limit import TimedOut
+                stop = TimedOut()
                 stop.hint = reply[1]
                 raise stop
             _, value, after, used = reply
@@ -353,7 +353,7 @@ class TrustedExecute(SafeExecute):
         """The failed cell's outputs: the notebook's own message for a Python check that fails there too, else the
         judge's. A seeded cell is not run there: its check runs on the inputs it judged (cases), without the seed."""
         judged = ([NotebookNode(output_type="stream", name="stdout", text=printed)] if printed else []) + [
-            _error(type(error).__name__, str(error))]
+            error_output(type(error).__name__, str(error))]
         if kind is None or not kind.kernel_message:
             return judged
         if has_seed(cell.source):
@@ -379,7 +379,7 @@ class TrustedExecute(SafeExecute):
             return judged
         if self._stopped or reply[0] != "raised":
             return judged
-        return [_error(str(reply[1]), str(reply[2]))]
+        return [error_output(str(reply[1]), str(reply[2]))]
 
     def _judge(self, cell, index):
         """(the Answer judged, the check's error or None, what it printed, what it returned): judge_cell in a thread of

@@ -16,13 +16,13 @@ from course.harness.tasks import named, task
 from course.harness.wire import Job, Result, Run
 
 
-def _prefill(nbytes, byte, dev):
+def prefill(nbytes, byte, dev):
     """Leaves a freed block of nbytes full of byte where the kernel's torch::empty will find it."""
     if nbytes and dev == "cuda":  # on the CPU, memory.cpp fills every new tensor
         torch.full((nbytes,), byte, dtype=torch.uint8, device=dev)
 
 
-def _place(args, cpu, dev):
+def place_inputs(args, cpu, dev):
     """The arguments as the function gets them: each tensor a copy of its own on the device, anything else as it is."""
     return tuple((a.clone() if cpu else a.to(dev)) if isinstance(a, torch.Tensor) else a for a in args)
 
@@ -97,13 +97,13 @@ def run(job_path, result_path):
         for args, (nbytes, byte) in zip(job.inputs, job.fills):
             if memory is not None:
                 memory.install("guarded_end" if job.mode == "memory" else "padded", byte)
-            on_dev = _place(args, job.cpu, dev)
+            on_dev = place_inputs(args, job.cpu, dev)
             runs = 2 if job.mode in ("integrity", "race") or (job.cpu and job.mode == "memory") else 1
             for k in range(runs):
                 if memory is not None and job.mode == "memory" and k == 1:
                     memory.install("guarded_start", byte)  # the same call with every tensor starting at a guard page
-                    on_dev = _place(args, True, dev)
-                _prefill(nbytes, byte, dev)
+                    on_dev = place_inputs(args, True, dev)
+                prefill(nbytes, byte, dev)
                 if job.mode == "integrity" and k == 0:
                     y, events = _profiled(fn, on_dev, job.cpu)
                 elif job.mode == "time":  # the median milliseconds of the calls, as cuda_time measures them here

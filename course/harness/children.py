@@ -96,7 +96,7 @@ def memory_module():
     return module.__file__
 
 
-def _tail(path, limit=4000):
+def log_tail(path, limit=4000):
     """The last limit bytes of a child's log, as text; "" when it is not a plain file (a child may have replaced it
     with a pipe, whose reader would wait forever, or a link)."""
     try:
@@ -114,12 +114,22 @@ def _tail(path, limit=4000):
 def _sanitizer_lines(path, limit=200):
     """The first lines compute-sanitizer wrote into a child's log (its own start with =========): its report, which a
     long crash report after it (a C++ abort's stack) would push out of the log's tail."""
-    lines = [line for line in _tail(path, 64 << 20).splitlines() if line.startswith("=========")]
+    lines = [line for line in log_tail(path, 64 << 20).splitlines() if line.startswith("=========")]
     return "\n".join(lines[:limit] + lines[-3:] if len(lines) > limit else lines)
 
 
 def _child_env():
     return dict(os.environ, PYTHONWARNINGS="ignore")
+
+
+def restart_server():
+    """Retires the warm server children are forked from; the next child starts a new one (benchmarks/checks.py times
+    a new server's first check)."""
+    global _server
+    with _server_lock:
+        if _server is not None and _server.alive():
+            _server.retire()
+        _server = None
 
 
 def kept_children():
@@ -216,7 +226,7 @@ def call_in_child(module, func, args, timeout=None, timing=None, loader=None, wo
         wire.write(job, job_path)
         log.touch()
         code = in_child("run", [job_path, result], log, timeout, answer=path)
-        output = _tail(log)
+        output = log_tail(log)
         if code is None:
             _hung.add(path)
             raise _hang(timeout)
@@ -259,7 +269,7 @@ def run_and_judge(job, timeout=None):
         if code is None:
             _hung.add(job.module)
             raise _hang(timeout * (3 if sanitized else 1))
-        output = _tail(log)
+        output = log_tail(log)
         if sanitized:
             _sanitizer_verdict(job.mode, code, _sanitizer_lines(log))
             if code == SANITIZER_EXIT and result.exists():
@@ -277,7 +287,7 @@ def run_and_judge(job, timeout=None):
         if code != 0 or not decided.exists():
             # what ended the judge, and its last words (an empty log said nothing in CI: the code tells which it was)
             how = f"it did not finish within {timeout} s" if code is None else f"it ended with exit code {code}"
-            said = _tail(judge_log).strip() if judge_log.exists() else ""
+            said = log_tail(judge_log).strip() if judge_log.exists() else ""
             raise GraderFault(f"the grader could not judge this run (this is the course's fault, not yours): {how}"
                               + (f": {said}" if said else ""))
         outcome = json.loads(decided.read_text())

@@ -20,7 +20,7 @@ from ..toolchain import CompileError, build_name, built, module_path
 from ..toolchain.load import sources_of
 from ..device import cpu_mode, require_gpu
 from . import integrity, spare, wire
-from .children import (BUILD_TIMEOUT, KernelFailed, OutOfBounds, Raced, _tail, crash_hint, in_child, memory_module,
+from .children import (BUILD_TIMEOUT, KernelFailed, OutOfBounds, Raced, crash_hint, in_child, log_tail, memory_module,
                        run_and_judge, sanitizer)
 from .wire import Job
 from .evidence import guard_hint
@@ -86,7 +86,7 @@ def _build(cuda_src, cpp_src, func):
         code = in_child("build", [job, result], log, BUILD_TIMEOUT)
         if code != 0 or not result.exists():
             why = f"did not finish within {BUILD_TIMEOUT} s" if code is None else f"stopped (exit status {code})"
-            raise CompileError(f"building the module {why}:\n{_tail(log, 3000)}")
+            raise CompileError(f"building the module {why}:\n{log_tail(log, 3000)}")
         try:  # the build child imported the module (its static initializers ran): what it says is only a report
             out = json.loads(wire.taken(result))
         except (wire.Unreadable, ValueError) as e:

@@ -244,7 +244,7 @@ def probe(job_path, result_path):
     """The child's work for cuda_facts: the launch, the element after runs with two fills, and (CPU mode) the thread
     that should write it run alone with its index variables read. Saves them as JSON."""
     from course.toolchain.load import import_compiled
-    from .child import _place, _prefill
+    from .child import place_inputs, prefill
     from .wire import Job
     job = wire.read(job_path, Job)
     dev = "cpu" if job.cpu else "cuda"
@@ -260,8 +260,8 @@ def probe(job_path, result_path):
         def call(fill, first=False):
             if memory is not None:
                 memory.install("padded", fill)
-            on_dev = _place(args, job.cpu, dev)
-            _prefill(nbytes, fill, dev)
+            on_dev = place_inputs(args, job.cpu, dev)
+            prefill(nbytes, fill, dev)
             if first and not noted:  # the profiler's first use in a process costs about 4 s on the H200
                 y, launches = _own_launches(fn, on_dev, job.module)
             else:

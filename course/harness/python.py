@@ -9,7 +9,7 @@ import time
 import torch
 
 from ..ladder import recording
-from .limit import TimedOut as _TimedOut, time_limit  # noqa: F401 (trusted.py's too)
+from .limit import TimedOut, time_limit
 from . import contract
 from .evidence import python_words, runner_hint, timeout_hint
 from .exercise import element_of, fill_byte, unwritten, with_hint
@@ -55,7 +55,7 @@ def call_recorded(fn, args, what, where, seconds=None, hang_hint=None, reversed=
         with recording(reversed, alone) as ran, time_limit(seconds), prefilled(), \
                 contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             return fn(*args), ran
-    except _TimedOut as e:
+    except TimedOut as e:
         try:
             why = hang_hint or getattr(e, "hint", None) or timeout_hint(e.__traceback__, ran, seconds)
         except Exception:  # reading the evidence must never hide the verdict

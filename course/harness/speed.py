@@ -34,17 +34,15 @@ import math
 import os
 import random
 import secrets
-import shutil
 import socket
 import statistics
-import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import torch
 
-from ..device import cpu_mode, require_gpu
+from ..device import cpu_mode, nvidia_smi, require_gpu
 from ..toolchain import build_root
 from ..toolchain.toolkit import kept
 from .exercise import Case, exercise_named, fill_byte, unwritten
@@ -263,18 +261,12 @@ def gpu_facts():
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     facts = {"name": props.name, "uuid": str(getattr(props, "uuid", "")), "torch": str(torch.__version__),  # a str subclass, which the wire refuses
              "l2_bytes": getattr(props, "L2_cache_size", None)}
-    smi = shutil.which("nvidia-smi")
     fields = ("clocks.sm", "clocks.mem", "clocks.max.sm", "temperature.gpu", "power.draw", "driver_version")
-    if smi and facts["uuid"]:
+    if facts["uuid"]:
         uuid = facts["uuid"] if facts["uuid"].startswith("GPU-") else f"GPU-{facts['uuid']}"
-        try:
-            out = subprocess.run([smi, f"--id={uuid}", f"--query-gpu={','.join(fields)}",
-                                  "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20)
-            values = [v.strip() for v in out.stdout.strip().split(",")]
-            if out.returncode == 0 and len(values) == len(fields):
-                facts.update(zip(fields, values))
-        except (OSError, subprocess.SubprocessError):
-            pass
+        rows = nvidia_smi(*fields, units=False, timeout=20, gpu=uuid) or []
+        if len(rows) == 1 and len(rows[0]) == len(fields):
+            facts.update(zip(fields, rows[0]))
     return facts
 
 
@@ -310,7 +302,7 @@ def _cycles(ms, event, sleep):
 def measure(job_path, result_path):
     """The child's work (child.speed): warms up and times every contender in turn, each call checked; saves Timed (task "speed", tasks.py)."""
     from . import wire
-    from .child import _prefill
+    from .child import prefill
     from .wire import Job
     job = wire.read(job_path, Job)
     result = Timed()
@@ -343,7 +335,7 @@ def measure(job_path, result_path):
             gen.manual_seed(secrets.randbits(62))
             args = spec.inputs(gen, dev, small)
             if gpu:
-                _prefill(exercise.out_numel(Case("", args)) * nbytes, fill_byte(exercise.out_dtype), dev)
+                prefill(exercise.out_numel(Case("", args)) * nbytes, fill_byte(exercise.out_dtype), dev)
                 flush.zero_()
                 sleep(hold)
                 start, end = event(enable_timing=True), event(enable_timing=True)
