@@ -37,7 +37,7 @@ from course.grading.verify import disagreement_line, verification_source
 from tests.support import ROOT, SECRET, command_env, course, course_folder, nbgrader
 from tests.test_pipeline import EXPECTED_PASSES, L0, L3, L4
 
-COMMANDS = ("doctor", "release", "collect", "grade", "verify", "merge", "feedback", "export", "check", "new",
+COMMANDS = ("doctor", "release", "collect", "grade", "verify", "merge", "feedback", "export", "check", "new", "add-test",
             "examples")
 CLASS = ("alice", "bob", "carol", "dave", "mallory")  # examples/ and tests/tamper/: right, mistakes, nothing, attacks
 NOTEBOOKS = (L0, "02_L1_run_kernel", "03_L2_blk_kernel", L3, L4)

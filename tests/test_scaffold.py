@@ -157,3 +157,47 @@ def test_course_new_triton_adds_a_triton_rung_that_releases_grades_and_checks(sa
     assert "each catches its solution with a guard or a barrier taken out" in checked
     assert "example student alice: lost 0 of 20 tests as expected.json says" in checked
     assert "example student bob: lost 3 of 20 tests as expected.json says" in checked
+
+
+# ---- course add-test: a test cell without editing JSON
+
+def test_add_test_puts_a_graded_locked_cell_after_its_exercises_tests(tmp_path):
+    import nbformat
+
+    from course.assignments import Assignment, notebook_exercises
+    from course.grading.layout import CourseError
+    from course.grading.scaffold import add_test
+    from tests.support import course_folder
+    root = course_folder(tmp_path, released=False)
+    nb_path = root / "source" / "grayscale" / "02_L1_run_kernel.ipynb"
+    before = nbformat.read(nb_path, as_version=4)
+    last = max(i for i, c in enumerate(before.cells) if c.metadata.get("nbgrader", {}).get("grade_id", "").startswith(
+        "rgb2grey_pyk_"))
+    gid, at = add_test(root, "grayscale", "02_L1_run_kernel", 'check_rgb2grey(rgb2grey_pyk, "tiny")',
+                       "rgb2grey_pyk handles a 1x1 image again.", points=2)
+    assert (gid, at) == ("rgb2grey_pyk_tiny_2", last + 1)  # "tiny" is taken
+    after = nbformat.read(nb_path, as_version=4)
+    cell = after.cells[at]
+    assert cell.source == '"""rgb2grey_pyk handles a 1x1 image again."""\ncheck_rgb2grey(rgb2grey_pyk, "tiny")'
+    assert cell.metadata["nbgrader"] == {"grade": True, "grade_id": gid, "locked": True, "points": 2,
+                                         "schema_version": 3, "solution": False, "task": False}
+    assert [c.source for i, c in enumerate(after.cells) if i != at] == [c.source for c in before.cells]
+    exercise = next(e for e in notebook_exercises(after, "02_L1_run_kernel") if e.grade_id == "rgb2grey_k")
+    assert exercise.tests[-1] == "tiny_2"
+    assert not Assignment("grayscale", root).release_problems()
+    hidden = add_test(root, "grayscale", "02_L1_run_kernel", 'check_rgb2grey(rgb2grey_pyk, "random", seed=77)',
+                      "rgb2grey_pyk handles more sizes it has not seen.", test_id="more hidden", hidden=True)
+    assert hidden[0] == "rgb2grey_pyk_more_hidden"
+    assert "### BEGIN HIDDEN TESTS\ncheck_rgb2grey" in nbformat.read(nb_path, as_version=4).cells[hidden[1]].source
+    written = nb_path.read_bytes()
+    for call, doc, options, said in [
+            ("x = 1\ncheck_rgb2grey(rgb2grey_pyk)", "a doc", {}, "exactly one call"),
+            ("check_everything(rgb2grey_pyk)", "a doc", {}, "not a check the course exports"),
+            ("check_rgb2grey(not_defined_here)", "a doc", {}, "defines no not_defined_here for the test to check"),
+            ('check_rgb2grey(rgb2grey_pyk, "random")', "a doc", {"hidden": True}, "add seed=N"),
+            ('check_rgb2grey(rgb2grey_pyk, "tiny")', "", {}, "the docstring says what the test checks")]:
+        with pytest.raises(CourseError, match=said):
+            add_test(root, "grayscale", "02_L1_run_kernel", call, doc, **options)
+    with pytest.raises(CourseError, match="no notebook 09_nope in source/grayscale/"):
+        add_test(root, "grayscale", "09_nope", 'check_rgb2grey(rgb2grey_pyk, "tiny")', "a doc")
+    assert nb_path.read_bytes() == written  # refused: nothing written

@@ -11,6 +11,7 @@
   export    grades as CSV, and which exercise the class failed, with which message (table and plot)
   check     an assignment tried while it is written: what release would refuse, the examples or one answer judged
   new       a new assignment to edit, declared whole: notebooks, topic module, examples, corpus skeleton
+  add-test  a test cell added to a source notebook: its docstring, one check call and nbgrader's metadata
   examples  the example students' submissions written from examples/ (make grade), and their grade table
 """
 import argparse
@@ -97,6 +98,15 @@ def _new(args):
     print(f"next: python -m course check {args.assignment} (the declaration, the examples and the corpus, nothing "
           f"released); then make it yours: course/topics/{args.assignment}.py and source/{args.assignment}/, checked "
           f"as you go (docs/writing-an-assignment.md)")
+
+
+def _add_test(args):
+    from .scaffold import add_test
+    grade_id, at = add_test(args.root, args.assignment, args.notebook, args.call, args.doc, points=args.points,
+                            test_id=args.id, hidden=args.hidden)
+    print(f"added test cell {grade_id} ({args.points} point{'s' if args.points != 1 else ''}) as cell {at} of "
+          f"source/{args.assignment}/{args.notebook.removesuffix('.ipynb')}.ipynb; next: python -m course check "
+          f"{args.assignment}, then python -m course release {args.assignment} (release/ follows source/)")
 
 
 def _examples(args):
@@ -228,6 +238,17 @@ def parser():
     c.add_argument("--triton", action="store_true", help="add the Triton rung after CUDA C (05_L4_triton: a "
                    "@triton.jit kernel and its launch function, its check, its examples and corpus answers); needs "
                    "all 4 rungs")
+
+    c = command("add-test", _add_test, "Adds a test cell to a source notebook, after its exercise's other tests: a "
+                "docstring the student reads, one check call, and nbgrader's metadata (graded, locked, points, a "
+                "grade_id from the exercise's prefix). Refused, and nothing written, where the grader could not run it.")
+    c.add_argument("notebook", help="the source notebook, e.g. 02_L1_run_kernel")
+    c.add_argument("call", help="the check call, e.g. 'check_rgb2grey(rgb2grey_pyk, \"tiny\")'")
+    c.add_argument("--doc", required=True, help="what the test checks, one sentence (its docstring)")
+    c.add_argument("--points", type=int, default=1, help="its points (default 1)")
+    c.add_argument("--id", help="its grade_id after the exercise's prefix (default: the case the call names)")
+    c.add_argument("--hidden", action="store_true", help="hide the call from students (the call needs a seed=N: "
+                   "each student gets their own inputs)")
 
     c = command("examples", _examples, "Writes submitted/<student>/<assignment>/ for each example student of "
                 "examples/<assignment>/ (their answers in the released notebooks), to grade as a class; --table "
