@@ -120,6 +120,14 @@ def test_off_by_one_only_where_the_exact_value_is_next_to_an_integer_passes():
         judge_grey(off_by_one.to(torch.uint8), Case("random", (x,)), "off by one")
 
 
+def test_a_wrong_black_pixel_is_told_it_should_be_0():
+    x = torch.zeros(3, 2, 3, dtype=torch.uint8)  # black: exact grey 0, which the slack puts a hair below 0
+    out = torch.zeros(2, 3, dtype=torch.uint8)
+    out[1, 2] = 7
+    with pytest.raises(AssertionError, match=r"yours 7, expected 0 \(r=0, g=0, b=0: .* = 0\.0000, truncated to 0\)"):
+        judge_grey(out, Case("tiny", (x,)), "k")
+
+
 # ---- known-wrong answers fail, each for its own reason
 
 def fails(fn, case, *patterns, seed=None):

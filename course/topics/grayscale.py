@@ -306,7 +306,7 @@ def judge_grey(yours, case, what, unwritten=None):
     if n_bad == 0:
         return
     idx, at = first(bad)
-    mine, want, ex = int(yours[tuple(idx)]), int(lo[tuple(idx)]), float(exact[tuple(idx)])
+    mine, want, ex = int(yours[tuple(idx)]), int(exact[tuple(idx)].floor()), float(exact[tuple(idx)])  # lo is -1 for black
     r, g, b = (int(c) for c in x[(slice(None), *idx)])
     msg = (f"{what}: {n_bad:,} of {h * w:,} pixels are wrong for {where}.\n"
            f"  first at {at}: yours {mine}, expected {want} "
