@@ -14,6 +14,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from .cell_roles import cell_code
+
 UNKNOWN = object()  # what written_value gives for an expression not written out in the notebook
 
 
@@ -53,8 +55,7 @@ def statements(cells, env):
     for i, cell in enumerate(cells):
         if cell["cell_type"] != "code":
             continue
-        source = cell["source"]
-        tree = _python("".join(source) if isinstance(source, list) else source)
+        tree = _python(cell_code(cell))
         if tree is None:
             yield i, None
             continue

@@ -480,7 +480,7 @@ def add_test(root, assignment, notebook, call, doc, points=1, test_id=None, hidd
     from .trusted import the_check
     root = course_root(root)
     require_assignment(root, assignment)
-    stem = notebook[:-len(".ipynb")] if notebook.endswith(".ipynb") else notebook
+    stem = notebook.removesuffix(".ipynb")
     path = root / "source" / assignment / f"{stem}.ipynb"
     if not path.is_file():
         known = sorted(p.stem for p in (root / "source" / assignment).glob("*.ipynb"))
