@@ -7,7 +7,7 @@ it cannot read as plain data fails the check.
 import json
 
 from course.harness import trace, wire
-from course.harness.wire import VERDICTS, Job, Result, Timed, unreadable
+from course.harness.wire import RESULTS, VERDICTS, Job, Result, unreadable
 
 
 def preload():
@@ -30,10 +30,7 @@ def judge(job_path, result_path, verdict_path, sha256=None):
     if not VERDICTS.fullmatch(job.verdict):
         raise wire.Unreadable(f"the job names {job.verdict!r}, which is not one of the course's verdicts")
     try:
-        if job.task == "speed":
-            result = wire.read(result_path, Timed)
-        else:
-            result = wire.read(result_path, Result)
+        result = wire.read(result_path, RESULTS.get(job.task, Result))
     except wire.Unreadable as e:
         outcome = {"passed": False, "message": unreadable(job.func, e)}
     else:

@@ -313,6 +313,7 @@ class Job:
     verdict: str = "course.harness.cuda:verdict"  # "module:function" that judges (job, Result), in judge.judge
     task: str = "run"            # the child's function that runs the job: run, or speed (harness/speed.py)
     speed: Optional[dict] = None  # mode "speed": the rung, the contenders timed, the stopping rule
+    repeat: int = 1              # task "record": calls in all, on the inputs in turn
 
 
 @dataclass
@@ -356,3 +357,15 @@ class Timed:
     clock: str = ""
     gpu: dict = field(default_factory=dict)
     lock_wait_s: float = 0.0
+
+
+@dataclass
+class Recorded:
+    """A speed test's record child's report (harness/record.py): what each call launched, and where its inputs, its
+    output and the allocator's blocks lay; or why nothing was recorded."""
+    calls: list = field(default_factory=list)
+    error: str = None             # the function raised this
+    unsplit: str = None           # the module has no stubs that note launches (why it was built as one unit)
+
+
+RESULTS = {"speed": Timed, "record": Recorded}  # what a task's child reports, where it is not a Result

@@ -18,6 +18,7 @@ cannot place with certainty (a launch it cannot follow, host code that uses devi
 compilation, namespaces, ...) is built as one unit (COURSE_SPLIT=0 builds every source so). The back ends (nvcc.py, cpu.py) write the
 units with the line directives that keep every compiler message on the student's line and column.
 """
+import json
 import os
 import re
 import time
@@ -41,6 +42,57 @@ struct Launch { dim3 grid, block; size_t shmem; cudaStream_t stream; const char*
 inline Launch config(const char* name, dim3 grid, dim3 block, size_t shmem = 0, cudaStream_t stream = 0) {
   return Launch{grid, block, shmem, stream, name};
 }
+// The speed test's record of launches (course/harness/record.py reads it through course_note): one line a launch,
+// "launch ENTRY NAME GX GY GZ BX BY BZ SHMEM STREAM" then each argument as p<size>:<hex> (a pointer) or s<size>:<hex>.
+struct Noted { char text[1 << 20]; unsigned long used; int on, full; };
+inline Noted& noted() { static Noted n{}; return n; }
+inline void put(const char* s) {
+  Noted& n = noted();
+  for (; *s; ++s) {
+    if (n.used + 1 >= sizeof(n.text)) { n.full = 1; return; }
+    n.text[n.used++] = *s;
+  }
+  n.text[n.used] = 0;
+}
+inline void put_num(unsigned long long v) {
+  char d[24]; int i = 23; d[i] = 0;
+  do { d[--i] = char('0' + v % 10); v /= 10; } while (v);
+  put(d + i);
+}
+inline void put_hex(const void* p, unsigned long size) {
+  static const char hex[] = "0123456789abcdef";
+  const unsigned char* b = static_cast<const unsigned char*>(p);
+  for (unsigned long i = 0; i < size; ++i) { const char two[3] = {hex[b[i] >> 4], hex[b[i] & 15], 0}; put(two); }
+}
+template <class T> struct is_pointer { enum { value = 0 }; };
+template <class T> struct is_pointer<T*> { enum { value = 1 }; };
+template <class T> void note_arg(const T& v) {
+  put(is_pointer<T>::value ? " p" : " s"); put_num(sizeof(T)); put(":"); put_hex(&v, sizeof(T));
+}
+int entry_of(const void* stub);  // the stub's place in the CUDA unit's table of entries (its end defines it)
+template <class... A> void note(const Launch& c, const void* stub, const char* (*namer)(const void*),
+                                 const void* kernel, const A&... a) {
+  if (!noted().on) return;
+  const int entry = entry_of(stub);
+  const char* name = namer ? namer(kernel) : "";
+  put("launch "); put(entry < 0 ? "-1" : ""); if (entry >= 0) put_num(entry);
+  put(" "); put(*name ? name : "-");
+  const unsigned long long d[8] = {c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z, c.shmem,
+                                   (unsigned long long)(size_t)c.stream};
+  for (int i = 0; i < 8; ++i) { put(" "); put_num(d[i]); }
+  const int each[] = {0, (note_arg(a), 0)...}; (void)each;
+  put("\n");
+}
+// A recorded launch again, from its arguments' bytes (CPU mode's replay: course_replay, below).
+template <int... I> struct seq {};
+template <int N, int... I> struct make_seq : make_seq<N - 1, N - 1, I...> {};
+template <int... I> struct make_seq<0, I...> { typedef seq<I...> type; };
+template <class... P, int... I> void replay_call(void (*run)(const Launch&, P...), const Launch& c, void** a, seq<I...>) {
+  run(c, *static_cast<P*>(a[I])...);
+}
+template <class... P> void replay(void (*run)(const Launch&, P...), const Launch& c, void** a) {
+  replay_call(run, c, a, typename make_seq<sizeof...(P)>::type());
+}
 }  // namespace course_split
 '''
 
@@ -54,6 +106,12 @@ extern "C" __attribute__((visibility("default"))) const char* course_last_launch
   for (int i = 0; i < 6; ++i) dims[i] = d[i];
   return l.name ? l.name : "";
 }
+namespace course_split {
+inline const char* kernel_name(const void* kernel) {  // its mangled name, which the module's cubin knows it by
+  const char* name = nullptr;
+  return cudaFuncGetName(&name, kernel) == cudaSuccess && name ? name : "";
+}
+}  // namespace course_split
 '''
 
 # What cuda_runtime.h gives host code compiled by nvcc only: the symbol functions that take the variable itself,
@@ -673,16 +731,44 @@ def device_stub(k, launch):
     params = f"{cfg}, {k.params}" if k.names else cfg
     return (f"{t}struct __course_launch_{k.name} {{ static void run({params}); }};\n"
             f"{t}void __course_launch_{k.name}{k.targs}::run({params}) {{ "
-            f"{launch(k.name + k.targs, ', '.join(k.names))} }}\n")
+            f"{launch(k.name + k.targs, ', '.join(k.names), f'__course_launch_{k.name}{k.targs}::run')} }}\n")
 
 
 def instances(kernels):
-    """Instantiates each kernel template with the arguments the wrapper uses (the C++ unit calls them): a kept
-    table of their stubs' addresses makes the compiler emit each one (spellings of one instance may repeat)."""
-    refs = [f"(const void*)&__course_launch_{k.name}{args}::run" for k in kernels.values() for args in dict.fromkeys(k.instances)]
-    if not refs:
-        return ""
-    return "__attribute__((used)) static const void* const __course_instances[] = {" + ", ".join(refs) + "};\n"
+    """The CUDA unit's table of entries: each kernel's stub, each template's with the arguments the wrapper uses (which
+    instantiates them: the C++ unit calls them), as the speed test's record and replay name them (record.py), and
+    the exported functions that record and replay launches (course_note, course_replay)."""
+    stubs = [(f"__course_launch_{k.name}{args}::run", f"{k.name}{args}") for k in kernels.values()
+             for args in (dict.fromkeys(k.instances) if k.template else [""])]
+    rows = "".join(f"  {{(const void*)&{stub}, [](const Launch& c, void** a) {{ replay(&{stub}, c, a); }}, "
+                   f"{json.dumps(name)}}},\n" for stub, name in stubs)
+    return (f"namespace {NS} {{\n"
+            "struct Entry { const void* stub; void (*replay)(const Launch&, void**); const char* name; };\n"
+            f"__attribute__((used)) static const Entry entries[] = {{\n{rows}  {{nullptr, nullptr, nullptr}}}};\n"
+            "int entry_of(const void* stub) {\n"
+            "  for (int i = 0; entries[i].stub; ++i) if (entries[i].stub == stub) return i;\n"
+            "  return -1;\n}\n}\n" + REPLAY_EXPORTS)
+
+
+# What the speed test calls through ctypes: course_note(1) starts a record (cleared), course_note(0) ends it; both
+# return it ("full" when it outgrew its buffer); course_replay launches one recorded launch again (CPU mode).
+REPLAY_EXPORTS = r'''
+extern "C" __attribute__((visibility("default"))) const char* course_note(int on) {
+  course_split::Noted& n = course_split::noted();
+  if (on) { n.used = 0; n.full = 0; n.text[0] = 0; }
+  n.on = on;
+  return n.full ? "full" : n.text;
+}
+extern "C" __attribute__((visibility("default"))) int course_replay(int entry, const unsigned int* dims,
+                                                                   unsigned long shmem, void** args) {
+  int count = 0;
+  while (course_split::entries[count].stub) ++count;
+  if (entry < 0 || entry >= count) return 1;
+  const course_split::Entry& e = course_split::entries[entry];
+  e.replay(course_split::Launch{dim3(dims[0], dims[1], dims[2]), dim3(dims[3], dims[4], dims[5]), shmem, 0, e.name}, args);
+  return 0;
+}
+'''
 
 
 def write_unit(plan, unit, head, launch=None):
@@ -833,13 +919,17 @@ def compile_split(root, jobs, how, plan, one_unit, verbose=False, any_failure=Fa
     return jobs, how
 
 
-def gpu_launch(kernel, args):
-    return (f"::{NS}::last = course_cfg_; "
+def _note(namer, kernel, args, stub):
+    return f"::{NS}::note(course_cfg_, (const void*)&{stub}, {namer}, {kernel}{', ' + args if args else ''}); "
+
+
+def gpu_launch(kernel, args, stub):
+    return (_note(f"&::{NS}::kernel_name", f"(const void*){kernel}", args, stub) + f"::{NS}::last = course_cfg_; "
             f"{kernel}<<<course_cfg_.grid, course_cfg_.block, course_cfg_.shmem, course_cfg_.stream>>>({args});")
 
 
-def cpu_launch(kernel, args):
-    return (f"::cuda_cpu::make_launch(course_cfg_.name, [&](auto&&... cuda_cpu_args_) {{ {kernel}(cuda_cpu_args_...); }}, "
+def cpu_launch(kernel, args, stub):
+    return (_note("nullptr", "nullptr", args, stub) + f"::cuda_cpu::make_launch(course_cfg_.name, [&](auto&&... cuda_cpu_args_) {{ {kernel}(cuda_cpu_args_...); }}, "
             f"course_cfg_.grid, course_cfg_.block, course_cfg_.shmem, course_cfg_.stream)({args});")
 
 
