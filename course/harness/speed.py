@@ -3,15 +3,19 @@
 The rule, as docs/grading.md and the lessons state it:
 - Only a kernel that passed the exercise's checks is timed: every input case but the hidden one, and every check
   mode (memory, race, integrity); a check not yet passed in this process runs first (passed() records each pass).
+- What is timed is device code the course launches (harness/record.py, harness/replay.py): the student's function
+  runs WARMUP + MIN_RUNS times in a sandboxed child, which records each call's launches; the judge maps them to a
+  plan (or refuses one it cannot time); the timing process, where no student host code runs, launches the plan's
+  kernels itself (a GPU: the module's device code through the driver API; Triton: the kernels defined from the
+  checked source). The course's reference is recorded there and replayed the same way.
 - Each contender (yours, the course's reference kernel, and baselines that are reported but never graded, like
-  cuBLAS) is called WARMUP times untimed, then the contenders are timed in turn, in a fresh random order each round,
-  in one child process on one GPU. Every call gets fresh random inputs from a seed drawn in the child (the student
-  never sees it), the output's memory holds a sentinel before the call (unwritten elements show), L2 is flushed
-  (a buffer twice its size is written) before each call, then the GPU is held busy for HOLD_MS (so that what is
-  timed is the GPU's work, not the host's time to queue it), CUDA events on the current stream time the call, the
-  output is copied right after the end event on that stream (so work left running on another stream is caught
-  unfinished), and that copy is checked against the exact answer. One wrong output: no points, with the message
-  the exercise's checks give.
+  cuBLAS, called directly) is called WARMUP times untimed, then the contenders are timed in turn, in a fresh random
+  order each round, in one process on one GPU. Every call gets fresh random inputs from a seed drawn there, the
+  output's memory holds a sentinel before the call (unwritten elements show), L2 is flushed (a buffer twice its size
+  is written) before each call, then the GPU is held busy for HOLD_MS (so that what is timed is the GPU's work, not
+  the host's time to queue it), CUDA events on the current stream time the call, the output is copied right after
+  the end event on that stream, and that copy is checked against the exact answer. One wrong output: no points, with
+  the message the exercise's checks give.
 - Rounds go on until both medians have settled (at least MIN_RUNS runs each, and the median of all runs within
   SETTLED of the median without the last WINDOW), or MAX_RUNS, or BUDGET_S seconds of timing; a kernel already
   ZERO times slower than the reference after MIN_RUNS runs stops early.
@@ -152,17 +156,45 @@ def check_speed(exercise, rung, answer, **options):
     return Score(record["fraction"], record)
 
 
-def timed(exercise, rung, answer):
+def _inputs(exercise, spec, small, calls=2):
+    """Fresh random inputs for calls of the function (on the CPU), and each call's fill: (bytes, byte)."""
+    nbytes = torch.empty(0, dtype=exercise.out_dtype).element_size()
+    inputs, fills = [], []
+    for _ in range(calls):
+        args = spec.inputs(torch.Generator().manual_seed(secrets.randbits(62)), "cpu", small)
+        inputs.append(args)
+        fills.append((exercise.out_numel(Case("", args)) * nbytes, fill_byte(exercise.out_dtype)))
+    return inputs, fills
+
+
+def recorded(exercise, rung, path, func, loader):
+    """The replay's plan of an answer: its function run on two inputs in a sandboxed child, its launches recorded
+    there (harness/record.py) and mapped by the judge (harness/replay.py); AssertionError when it cannot be timed."""
+    from .children import memory_module, run_and_judge
+    from .wire import Job
+    cpu = cpu_mode()
+    inputs, fills = _inputs(exercise, exercise.speed[rung.name], cpu)
+    job = Job(module=str(path), func=func, inputs=inputs, fills=fills, mode="record", cpu=cpu,
+              memory_module=memory_module() if cpu else None, exercise=(exercise.topic, exercise.name),
+              loader=loader, verdict="course.harness.replay:verdict", task="record", repeat=WARMUP + MIN_RUNS)
+    return run_and_judge(job)["record"]
+
+
+def timed(exercise, rung, answer, in_process=False):
     """What the speed test measures of an answer, without the checks it must pass first (benchmarks/speed.py times
-    the lesson's kernels so): the verdict's record; AssertionError for a wrong output."""
+    the lesson's kernels so): the verdict's record; AssertionError for a wrong output. in_process: the course's
+    kernel is also timed called as a function (its host code too, as before the replay), as the baseline "in-process"."""
     from .children import TIMEOUT, memory_module, run_and_judge
     from .wire import Job
     spec, cpu = exercise.speed[rung.name], cpu_mode()
     path, func, loader = rung.locate(exercise, answer)
     ref_path, ref_func, ref_loader = rung.locate(exercise, spec.reference)
+    plan = recorded(exercise, rung, path, func, loader)
     contenders = [{"name": "reference", "module": ref_path, "func": ref_func, "loader": ref_loader},
                   *({"name": name, "call": call} for name, call in spec.baselines),
-                  {"name": "yours", "module": str(path), "func": func, "loader": loader}]
+                  *([{"name": "in-process", "module": ref_path, "func": ref_func, "loader": ref_loader,
+                      "direct": True}] if in_process else []),
+                  {"name": "yours", "module": str(path), "func": func, "loader": loader, "plan": plan}]
     job = Job(module=str(path), func=func, inputs=[], fills=[], mode="speed", cpu=cpu,
               memory_module=memory_module() if cpu else None, exercise=(exercise.topic, exercise.name),
               loader=loader, verdict="course.harness.speed:verdict", task="speed",
@@ -281,6 +313,26 @@ def _load(contender, job):
     return getattr(import_compiled(contender["module"]), contender["func"])
 
 
+def _replay(contender, job, exercise, spec):
+    """A contender as the timing process launches it (harness/replay.py): the student's from the judge's plan, the
+    course's reference recorded here first (its host code is the course's own)."""
+    from . import record, replay
+    triton = bool(contender.get("loader"))
+    plan = contender.get("plan")
+    if plan is None:
+        fn = _load(contender, job)
+        inputs, fills = _inputs(exercise, spec, job.cpu)
+        calls = record.recorded(fn, contender["module"], inputs, fills, job.cpu, triton)
+        plan = replay.plan(job_record(calls), triton, job.cpu)
+    return replay.Replay(plan, contender["module"], job.cpu, triton)
+
+
+def job_record(calls):
+    """Recorded calls as the record child reports them (replay.plan reads its calls)."""
+    from .wire import Recorded
+    return Recorded(calls=calls)
+
+
 def _settled(times):
     if len(times) < max(MIN_RUNS, WINDOW + 1):
         return False
@@ -300,7 +352,8 @@ def _cycles(ms, event, sleep):
 
 
 def measure(job_path, result_path):
-    """The child's work (child.speed): warms up and times every contender in turn, each call checked; saves Timed (task "speed", tasks.py)."""
+    """The timing process's work (task "speed", tasks.py): warms up and times every contender in turn, each call checked,
+    the student's replayed from the judge's plan; saves Timed."""
     from . import wire
     from .child import prefill
     from .wire import Job
@@ -315,10 +368,12 @@ def measure(job_path, result_path):
         dev, small = ("cpu", True) if job.cpu else ("cuda", False)
         result.where, result.clock = spec.where(small), "CUDA events" if gpu else "a wall clock (CPU mode, tests only)"
         contenders = job.speed["contenders"]  # the student's last: the course's kernels load first
-        fns = {c["name"]: _load(c, job) for c in contenders}
         if job.cpu:  # new tensors hold the fill byte, as in every CPU-mode check (memory.cpp)
             from ..toolchain.load import import_compiled
             import_compiled(job.memory_module).install("padded", fill_byte(exercise.out_dtype))
+        fns = {c["name"]: _load(c, job) if c.get("call") or c.get("direct") else _replay(c, job, exercise, spec)
+               for c in contenders}
+        fills = {name: fill_byte(exercise.out_dtype) for name in fns}  # a replay's new memory (replay.py)
         gen = torch.Generator(device=dev)
         nbytes = torch.empty(0, dtype=exercise.out_dtype).element_size()
         flush, hold = None, 0
@@ -334,13 +389,16 @@ def measure(job_path, result_path):
             calls[name] += 1
             gen.manual_seed(secrets.randbits(62))
             args = spec.inputs(gen, dev, small)
+            fn = fns[name]
             if gpu:
                 prefill(exercise.out_numel(Case("", args)) * nbytes, fill_byte(exercise.out_dtype), dev)
+            call = fn.prepare(args, fills[name]) if hasattr(fn, "prepare") else (lambda: fn(*args))
+            if gpu:
                 flush.zero_()
                 sleep(hold)
                 start, end = event(enable_timing=True), event(enable_timing=True)
                 start.record()
-                y = fns[name](*args)
+                y = call()
                 end.record()
                 snap = y.clone() if isinstance(y, torch.Tensor) else y  # on the same stream, right after the end
                 end.synchronize()  # the current stream has done the call's work; other streams may not have
@@ -350,7 +408,7 @@ def measure(job_path, result_path):
                 ms = start.elapsed_time(end)
             else:
                 t = perf()
-                y = fns[name](*args)
+                y = call()
                 ms = (perf() - t) * 1e3
                 snap = y
             if not (isinstance(snap, torch.Tensor) and spec.agrees(snap, args)):
@@ -361,8 +419,14 @@ def measure(job_path, result_path):
             return ms
 
         for name in fns:
-            for _ in range(WARMUP):
-                one(name)
+            for k in range(WARMUP):
+                try:
+                    one(name)
+                except _Wrong:
+                    if k or fills[name] == 0 or not hasattr(fns[name], "prepare"):
+                        raise
+                    fills[name] = 0  # the kernels need zeros where the function's host code wrote them (torch::zeros)
+                    one(name)
         result.times = {name: [] for name in fns}
         key = (getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "uuid", None) if gpu else None) \
             or f"{'gpu' if gpu else 'cpu'}-{socket.gethostname()}"  # without an id, one lock for the host's GPUs

@@ -59,6 +59,7 @@ from .child import Job
 from .evidence import triton_error_hint, triton_output_hint
 from .exercise import element_of, fill_byte, require_case, with_hint
 from .integrity import TRITON_LAUNCH
+from .record import is_kernel
 from .rungs import TRITON
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
@@ -84,11 +85,6 @@ class Source:
     """A launch function as a module's text: the function's name, and the text (the kernels and names it uses too)."""
     name: str
     text: str
-
-
-def _is_kernel(value):
-    return hasattr(value, "run") and isinstance(getattr(value, "fn", None), types.FunctionType) \
-        and type(value).__module__.startswith("triton.")
 
 
 def _names(code):
@@ -136,7 +132,7 @@ def source_of(fn):
                 constants.append(f"{name} = {value!r}")
             elif type(value).__name__ == "constexpr" and isinstance(getattr(value, "value", None), _SIMPLE):
                 constants.append(f"{name} = tl.constexpr({value.value!r})")
-            elif _is_kernel(value):
+            elif is_kernel(value):
                 add(value.fn, f.__name__)
             elif isinstance(value, types.FunctionType) and value.__module__ == fn.__module__:
                 add(value, f.__name__)
@@ -403,7 +399,7 @@ def load(job):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     for key, value in vars(module).items():
-        if _is_kernel(value):
+        if is_kernel(value):
             _counted(value, key, job.module if job.cpu else None)
     return _with_line(getattr(module, job.func), job.module)
 
