@@ -22,8 +22,9 @@ from course.harness import speed
 from course.harness.rungs import CUDA
 from course.topics.grayscale import CUDA_SRC, RGB2GREY
 from course.harness.triton import HEADER
+from course.toolchain import build_root
 from course.topics.matmul import MATMUL_TILED, TILED_SRC
-from tests.speed.attacks import ATTACKS, WRONG
+from tests.speed.attacks import ATTACKS, REPLAY_ATTACKS, REPLAYED
 from tests.test_release import ROOT
 
 pytestmark = [pytest.mark.xdist_group("speed"), pytest.mark.timeout(1800)]
@@ -95,7 +96,7 @@ def test_each_attack_on_the_timing_earns_nothing(timed_here, name):
     phrase = attack.cpu if cpu_mode() and attack.cpu else attack.gpu
     with pytest.raises(AssertionError) as failed:  # a test cell that raises gets no points
         getattr(course, attack.check)(attack.source(name), "speed")
-    if phrase == WRONG and GATE in str(failed.value):
+    if phrase == REPLAYED and GATE in str(failed.value):
         # A check before the timing may catch the cheat first: on a GPU the checks run in the answer's kept process
         # (harness/spare.py), where a counter of calls lives on from one check to the next; and the memory check's
         # smallest sizes (1x1, one row) see a kernel that reads past its input there. The timing alone, without
@@ -108,7 +109,74 @@ def test_each_attack_on_the_timing_earns_nothing(timed_here, name):
 
 def test_the_attack_corpus_is_big_enough():
     assert len(ATTACKS) >= 8 and len({a.what for a in ATTACKS.values()}) == len(ATTACKS)
-    assert sorted(p.stem for p in (ROOT / "tests" / "speed").glob("*.cu")) == sorted(ATTACKS)
+    every = {**ATTACKS, **REPLAY_ATTACKS}
+    assert len(REPLAY_ATTACKS) >= 5 and all(a.honest for a in REPLAY_ATTACKS.values())
+    assert len(every) == len(ATTACKS) + len(REPLAY_ATTACKS) and len({a.what for a in every.values()}) == len(every)
+    files = [p for p in (ROOT / "tests" / "speed").iterdir() if p.suffix in (".cu", ".py") and p.name != "attacks.py"]
+    assert sorted(p.stem for p in files) == sorted(every)
+
+
+def _build_files():
+    """The build folder's files (the course's own kernels' builds among them) as bytes, but the GPUs' locks."""
+    root, found = build_root(), {}
+    for p in root.rglob("*") if root.is_dir() else ():
+        try:
+            if p.is_file() and p.relative_to(root).parts[0] != "locks" and p.stat().st_size <= 64 << 20:
+                found[p] = p.read_bytes()
+        except OSError:
+            continue
+    return found
+
+
+def _rewritten(before):
+    """The files of before that are gone or hold other bytes now, each put back as it was."""
+    changed = []
+    for p, data in before.items():
+        temporary = any(t in p.name for t in (".tmp", ".writing", ".lock"))
+        try:
+            same = p.read_bytes() == data
+        except FileNotFoundError:
+            same = temporary
+        except OSError:
+            same = False
+        if not same:
+            changed.append(str(p))
+            tmp = p.with_name(p.name + ".restoring")
+            tmp.write_bytes(data)
+            tmp.replace(p)
+    return changed
+
+
+SLOWER, GAINED = 1.5, 0.15  # an attack's ratio may be below its honest twin's by this factor (noise), its share above by this
+
+
+@pytest.mark.parametrize("name", sorted(REPLAY_ATTACKS))
+def test_each_replay_attack_gets_at_most_what_its_honest_twin_gets(timed_here, name):
+    """An answer whose host code cheats the timer (patches it, works where it does not look, slows the course's kernel
+    down, rewrites the course's files) gets at most what the same kernel gets honestly: a refusal (AssertionError) or
+    a ratio no better than its honest twin's, timed the same way just before it; and the course's files stay."""
+    attack = REPLAY_ATTACKS[name]
+    check = getattr(course, attack.check)
+    honest = check(attack.twin(), "speed").record
+    before = _build_files()
+    refused = None
+    try:
+        score = check(attack.source(name), "speed")
+    except AssertionError as e:  # a test cell that raises gets no points
+        refused = str(e)
+    finally:
+        changed = _rewritten(before)
+    assert not changed, f"{name}: the answer rewrote the course's build files (put back now): {changed}"
+    said = f"refused: {refused.splitlines()[0][:300]}" if refused else \
+        f"ratio {score.record['ratio']:.3f}, fraction {score.record['fraction']:.3f}"
+    print(f"[{name}] honest twin: ratio {honest['ratio']:.3f}, fraction {honest['fraction']:.3f}; attack: {said}")
+    if refused is not None:
+        return
+    r = score.record
+    assert r["ratio"] >= honest["ratio"] / SLOWER and r["fraction"] <= honest["fraction"] + GAINED, (
+        f"{name} ({attack.what}) took {r['ratio']:.3f}x the course's kernel's time ({r['fraction']:.0%} of the points), "
+        f"its honest twin ({attack.honest}) {honest['ratio']:.3f}x ({honest['fraction']:.0%}): the cheat gained "
+        f"{honest['ratio'] / r['ratio']:.2f}x")
 
 
 def test_timings_on_one_gpu_take_turns(tmp_path, monkeypatch):
