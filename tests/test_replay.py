@@ -136,3 +136,16 @@ def test_the_device_code_is_read_from_an_objects_fatbin_section(tmp_path):
     (tmp_path / "host.o").write_bytes(b"\x7fELF\x02" + b"\0" * 200)
     with pytest.raises(replay.Refused):
         replay.fatbins(tmp_path / "host.o")
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="the CUDA allocator's history: a GPU")
+def test_a_workspace_is_found_with_the_size_it_was_allocated_with():
+    import torch
+    seen = {}
+
+    def fn():
+        work = torch.empty(1000, dtype=torch.uint8, device="cuda")
+        seen["ptr"] = work.data_ptr()
+        return torch.zeros(10, device="cuda")
+    _, blocks = record.allocated(fn)
+    assert [seen["ptr"], 1024] in blocks[:2] or any(a == seen["ptr"] and s >= 1000 for a, s in blocks[:2])

@@ -121,22 +121,40 @@ def _span(t):
     return [t.data_ptr(), extent * t.element_size()]
 
 
-def blocks():
-    """(address, bytes) of every block the CUDA caching allocator holds: where a workspace's pointer may point."""
-    found = []
-    for segment in torch.cuda.memory_snapshot():
-        for block in segment.get("blocks", []):
-            found.append([int(block["address"]), int(block["size"])])
-    return found
+def allocated(fn):
+    """Calls fn with the CUDA caching allocator's history on: what it returned, and (address, bytes) of where a
+    workspace's pointer may point: each allocation it made, latest first (a freed block merges with its free
+    neighbours, so only the history knows its size), then every block still allocated (a tensor kept from a call
+    before)."""
+    history = getattr(torch.cuda.memory, "_record_memory_history", None)
+    try:
+        history(enabled="all", context=None, stacks="python", max_entries=100_000)
+    except Exception:  # noqa: B902 (a torch without the history: every block the allocator holds, below)
+        history = None
+    try:
+        y = fn()
+        torch.cuda.synchronize()
+        snapshot = torch.cuda.memory._snapshot() if history else {}
+    finally:
+        if history:
+            history(enabled=None)
+    made = [[int(t["addr"]), int(t["size"])] for traces in snapshot.get("device_traces", []) for t in traces
+            if t.get("action") == "alloc"]
+    segments = snapshot.get("segments") or torch.cuda.memory_snapshot()
+    held = [[int(b["address"]), int(b["size"])] for segment in segments for b in segment.get("blocks", [])
+            if b.get("state") == "active_allocated" or not made]
+    return y, made[::-1] + held
 
 
 def one_call(fn, args, note, launches, dev):
     """Calls fn on args with launches noted: what Recorded keeps of the call (the output as its place and shape)."""
     if note is not None:
         note(1)
-    y = fn(*args)
+    blocks = []
     if dev == "cuda":
-        torch.cuda.synchronize()
+        y, blocks = allocated(lambda: fn(*args))
+    else:
+        y = fn(*args)
     if note is not None:
         launches = cuda_launches(note(0).decode())
     if not isinstance(y, torch.Tensor):
@@ -146,7 +164,7 @@ def one_call(fn, args, note, launches, dev):
             "inputs": [_span(a) if isinstance(a, torch.Tensor) else None for a in args],
             "output": {"span": _span(y), "shape": list(y.shape), "stride": list(y.stride()),
                        "dtype": str(y.dtype).removeprefix("torch."), "device": str(y.device)},
-            "blocks": blocks() if dev == "cuda" else []}
+            "blocks": blocks}
     return call, y
 
 
