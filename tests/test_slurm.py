@@ -19,7 +19,7 @@ import pytest
 
 from course.grading import seeds
 from course.grading.grade import in_shard
-from course.grading.localslurm import LocalCluster, missing_prerequisite
+from tests.localslurm import LocalCluster, missing_prerequisite
 from course.grading.gradebook import grades
 from course.grading.slurm import array_spec
 from course.grading.submissions import write_submissions
