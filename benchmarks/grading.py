@@ -107,7 +107,7 @@ def warm_up(course, assignment, build_dir):
     """Builds the released CUDA sources (and CPU mode's memory module) into build_dir: shared parts warm, students cold."""
     code = ("import json, sys, nbformat\n"
             "from pathlib import Path\n"
-            "from course.grading.compile import compile_jobs\n"
+            "from course.grading.run.compile import compile_jobs\n"
             "from course.toolchain import load_cuda\n"
             "from course.device import cpu_mode\n"
             "for p in sorted(Path(sys.argv[1]).glob('*.ipynb')):\n"

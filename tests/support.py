@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from course.grading.layout import nbgrader_env
+from course.grading.run.layout import nbgrader_env
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "the instructor's secret for these tests"

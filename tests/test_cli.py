@@ -25,15 +25,15 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output
 from course.device import cpu_mode
 from course.grading import seeds
 from course.grading.collect import read_download
-from course.grading.compile import compile_jobs
+from course.grading.run.compile import compile_jobs
 from course.grading.export import failure_message
 from course.grading.feedback import HideHiddenTests
-from course.grading.gradebook import grades
+from course.grading.run.gradebook import grades
 from course.grading.grade import in_shard
-from course.grading.layout import CourseError
-from course.grading.merge import remove_student
+from course.grading.run.layout import CourseError
+from course.grading.run.merge import remove_student
 from course.grading.submissions import write_submissions
-from course.grading.verify import disagreement_line, verification_source
+from course.grading.run.verify import disagreement_line, verification_source
 from tests.support import ROOT, SECRET, command_env, course, course_folder, nbgrader
 from tests.test_pipeline import EXPECTED_PASSES, L0, L3, L4
 

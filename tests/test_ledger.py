@@ -1,8 +1,8 @@
 """A grade's fingerprint changes with everything the grade depends on: the whole grading code and the mode."""
 import shutil
 
-from course.grading import ledger
-from course.grading.ledger import fingerprint, grading_code_digest
+from course.grading.run import ledger
+from course.grading.run.ledger import fingerprint, grading_code_digest
 from tests.support import ROOT
 
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from course.grading.gradebook import grades
+from course.grading.run.gradebook import grades
 from course.grading.submissions import write_submissions
 from tests.support import ROOT
 
@@ -165,7 +165,7 @@ def test_add_test_puts_a_graded_locked_cell_after_its_exercises_tests(tmp_path):
     import nbformat
 
     from course.assignments import Assignment, notebook_exercises
-    from course.grading.layout import CourseError
+    from course.grading.run.layout import CourseError
     from course.grading.scaffold import add_test
     from tests.support import course_folder
     root = course_folder(tmp_path, released=False)

@@ -17,7 +17,7 @@ import course
 from course.device import cpu_mode
 from course.grading import leaderboard
 from course.grading.trusted import SPEED_RECORD, scored
-from course.grading.verify import notebook_verdicts
+from course.grading.run.verify import notebook_verdicts
 from course.harness import speed
 from course.harness.rungs import CUDA
 from course.topics.grayscale import CUDA_SRC, RGB2GREY

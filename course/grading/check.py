@@ -20,7 +20,7 @@ from pathlib import Path
 import nbformat
 
 from ..assignments import Assignment
-from .layout import CourseError, course_root, require_assignment
+from .run.layout import CourseError, course_root, require_assignment
 from .publish import release_refusals
 from .cell_roles import check_call, is_demo, is_test_cell
 

@@ -17,7 +17,7 @@
 import argparse
 import sys
 
-from .layout import CourseError
+from .run.layout import CourseError
 
 
 def _doctor(args):
@@ -90,7 +90,7 @@ def _check(args):
 
 
 def _new(args):
-    from .layout import course_root
+    from .run.layout import course_root
     from .scaffold import scaffold
     written = scaffold(args.root, args.assignment, rungs=args.rungs, triton=args.triton)
     root = course_root(args.root)
@@ -110,11 +110,11 @@ def _add_test(args):
 
 
 def _examples(args):
-    from .layout import course_root, db_url, require_assignment
+    from .run.layout import course_root, db_url, require_assignment
     root = course_root(args.root)
     require_assignment(root, args.assignment)
     if args.table:
-        from .gradebook import grade_table
+        from .run.gradebook import grade_table
         print(grade_table(db_url(root, args.db), args.assignment, root / "release"))
         return
     from .submissions import write_submissions

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from ..device import nvidia_smi
-from .layout import CourseError
+from .run.layout import CourseError
 
 TINY = r'''
 __global__ void add_one_kernel(const float* x, float* out, int n) {
@@ -261,7 +261,7 @@ def doctor(root=".", compile_kernel=True):
     check_sandbox(r)
 
     try:
-        from .layout import course_root
+        from .run.layout import course_root
         course = course_root(root)
         from .seeds import load_secret
         r.ok(f"course folder {course}" + ("" if load_secret(course) else

@@ -8,9 +8,9 @@ from pathlib import Path
 import nbformat
 
 from . import leaderboard
-from .gradebook import grades
-from .layout import CourseError, course_root, db_path, db_url, require_assignment
-from .ledger import Ledger
+from .run.gradebook import grades
+from .run.layout import CourseError, course_root, db_path, db_url, require_assignment
+from .run.ledger import Ledger
 from .cell_roles import is_test_cell
 
 _SIZE = re.compile(r"\b\d+x\d+\b")

@@ -23,12 +23,12 @@ from pathlib import Path
 from .. import sandbox
 from ..device import nvidia_smi
 from ..processes import run_in_session
-from . import merge
-from .layout import (CourseError, course_root, db_path, db_url, notebook_names, read_notebook, require_assignment,
+from .run import merge
+from .run.layout import (CourseError, course_root, db_path, db_url, notebook_names, read_notebook, require_assignment,
                      shard_dir, state_dir, submitted_students)
-from .ledger import Ledger, fingerprint, grading_code_digest, grading_mode
+from .run.ledger import Ledger, fingerprint, grading_code_digest, grading_mode
 from .seeds import ensure_secret
-from .verify import disagreement_line
+from .run.verify import disagreement_line
 from .warmstub import command
 
 STOP_GRACE = 3  # seconds a worker that ended without a grade waits to learn whether grading was interrupted
@@ -187,7 +187,7 @@ def _stop_all():
 
 def prebuild(plan, processes=None, gpu=True):
     """Compiles the CUDA sources of the students to grade on all cores: (seconds, sources built, sources that failed)."""
-    from .compile import build_all, compile_jobs
+    from .run.compile import build_all, compile_jobs
     t = time.perf_counter()
     jobs = []
     for s in plan.todo:
@@ -305,7 +305,7 @@ def _pool(plan, tmp, workers, gpus, make_env, threads, extra_env, verify, timeou
             log = logs / f"{student}.log"
             log.write_text("")
             t = time.perf_counter()
-            code = run_in_session(command("course.grading.worker", args, env), env, log, timeout, _running)
+            code = run_in_session(command("course.grading.run.worker", args, env), env, log, timeout, _running)
             seconds = time.perf_counter() - t
             if code is None:
                 result = {"ok": False, "reason": f"grading took longer than {timeout} s and was stopped"}

@@ -4,8 +4,8 @@ import time
 from pathlib import Path
 
 from ..assignments import Assignment
-from .compile import build_all, compile_jobs, job_key
-from .layout import CourseError, assignments, course_root, read_notebook, require_assignment, run_nbgrader
+from .run.compile import build_all, compile_jobs, job_key
+from .run.layout import CourseError, assignments, course_root, read_notebook, require_assignment, run_nbgrader
 from .trusted import needs_demo, unjudgeable
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from string import Template
 
 from ..assignments import PACKAGE
-from .layout import CourseError, course_root
+from .run.layout import CourseError, course_root
 
 RUNGS = ("01_L0_loop", "02_L1_run_kernel", "03_L2_blk_kernel", "04_L3_cuda")
 TRITON_RUNG = "05_L4_triton"  # after CUDA C only: its lesson translates the L3 kernel
@@ -476,7 +476,7 @@ def add_test(root, assignment, notebook, call, doc, points=1, test_id=None, hidd
     from ..assignments import notebook_exercises
     from ..harness.cells import defined_names
     from .cell_roles import check_call, solution_ids
-    from .layout import require_assignment
+    from .run.layout import require_assignment
     from .trusted import the_check
     root = course_root(root)
     require_assignment(root, assignment)

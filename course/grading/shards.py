@@ -8,9 +8,9 @@ on another host is merged from that host's course folder (copied here, or reacha
 import json
 import re
 
-from . import merge
-from .layout import CourseError, course_root, db_url, require_assignment, shard_name, state_dir
-from .ledger import Ledger
+from .run import merge
+from .run.layout import CourseError, course_root, db_url, require_assignment, shard_name, state_dir
+from .run.ledger import Ledger
 
 _SHARD = re.compile(r"shard-(\d+)-of-(\d+)$")
 

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from .layout import CourseError, course_root, require_assignment, shard_name, state_dir
+from .run.layout import CourseError, course_root, require_assignment, shard_name, state_dir
 
 # sbatch options that also hold for the merge job (where it may run and who pays); the rest are the shards' own
 SHARED_OPTIONS = ("--partition", "-p", "--account", "-A", "--qos", "-q", "--reservation", "--clusters", "-M")

@@ -25,7 +25,7 @@ from .warmstub import SOCKET_ENV, command
 
 PRELOAD = ("torch", "numpy", "course", "course.device", "course.ladder", "course.cuda", "course.harness.cuda",
            "course.harness.python", "course.harness.forkserver", "ipykernel.kernelapp", "ipykernel.ipkernel", "IPython",
-           "nbgrader.apps.autogradeapp", "course.grading.worker", "course.grading.trusted", *topic_modules())
+           "nbgrader.apps.autogradeapp", "course.grading.run.worker", "course.grading.trusted", *topic_modules())
 KERNEL = "ipykernel_launcher"
 
 
