@@ -27,7 +27,7 @@ def nbgrader(*args, cwd, timeout=1800, env=None):
 
 def course(*args, cwd, check=True, timeout=3600):
     """Runs `python -m course ARGS` in a course folder with the tests' grading secret."""
-    from course.grading import seeds
+    from course.grading.nbgrader import seeds
     proc = subprocess.run([sys.executable, "-m", "course", *args], cwd=cwd, env=command_env({seeds.SECRET_ENV: SECRET}),
                           capture_output=True, text=True, timeout=timeout)
     if check:

@@ -23,11 +23,11 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from course.device import cpu_mode
-from course.grading import seeds
+from course.grading.nbgrader import seeds
 from course.grading.collect import read_download
 from course.grading.run.compile import compile_jobs
 from course.grading.export import failure_message
-from course.grading.feedback import HideHiddenTests
+from course.grading.nbgrader.feedback import HideHiddenTests
 from course.grading.run.gradebook import grades
 from course.grading.grade import in_shard
 from course.grading.run.layout import CourseError

@@ -359,8 +359,8 @@ TRITON = ("import triton\nimport triton.language as tl\nfrom course.topics.grays
 
 @needs["files"]
 def test_the_kernel_is_judged_from_its_sandbox_and_reads_nothing_of_the_graders(tmp_path):
-    from course.grading.autograde import SandboxedKernelManager
-    from course.grading.trusted import TrustedExecute
+    from course.grading.nbgrader.autograde import SandboxedKernelManager
+    from course.grading.nbgrader.trusted import TrustedExecute
     secret = tmp_path / ".grading_secret"
     secret.write_text("the secret")
     notebook = tmp_path / "autograded" / "s" / "a"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from course.grading import seeds
+from course.grading.nbgrader import seeds
 from course.grading.grade import in_shard
 from tests.localslurm import LocalCluster, missing_prerequisite
 from course.grading.run.gradebook import grades

@@ -16,7 +16,7 @@ from nbgrader.utils import determine_grade
 import course
 from course.device import cpu_mode
 from course.grading import leaderboard
-from course.grading.trusted import SPEED_RECORD, scored
+from course.grading.nbgrader.trusted import SPEED_RECORD, scored
 from course.grading.run.verify import notebook_verdicts
 from course.harness import speed
 from course.harness.rungs import CUDA

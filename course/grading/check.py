@@ -94,7 +94,7 @@ def read_answers(assignment, path, exercise=None):
 
 def released_stubs(assignment):
     """{solution grade_id: its cell as `course release` leaves it} (the stub a student starts from), release not run."""
-    from .release import ClearCudaSolutions
+    from .nbgrader.release import ClearCudaSolutions
     out = {}
     for path in assignment.notebooks:
         nb, _ = ClearCudaSolutions().preprocess(nbformat.read(path, as_version=4), {"language": "python"})

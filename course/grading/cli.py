@@ -72,7 +72,7 @@ def _slurm(args):
 
 
 def _feedback(args):
-    from .feedback import feedback
+    from .nbgrader.feedback import feedback
     return feedback(args.root, args.assignment, students=args.student, db=args.db)
 
 
@@ -164,7 +164,7 @@ def parser():
                 "(a pool of workers per GPU), with a progress bar; resumable: a student graded before is graded "
                 "again only when their submission, the tests or the grading code changed. A submission whose "
                 "grading breaks is recorded with the reason and grading goes on. Every test cell is judged by "
-                "nbgrader's own process, never by the student's kernel (course/grading/trusted.py): one trusted pass.")
+                "nbgrader's own process, never by the student's kernel (course/grading/nbgrader/trusted.py): one trusted pass.")
     c.add_argument("--student", action="append", help="only this student (repeatable)")
     c.add_argument("--workers", type=int, help="students graded at once (default: one per core)")
     c.add_argument("--gpus", help="GPU indices to use, e.g. 0,1 (default: all nvidia-smi lists; '' for none)")

@@ -263,7 +263,7 @@ def doctor(root=".", compile_kernel=True):
     try:
         from .run.layout import course_root
         course = course_root(root)
-        from .seeds import load_secret
+        from .nbgrader.seeds import load_secret
         r.ok(f"course folder {course}" + ("" if load_secret(course) else
                                           " (no .grading_secret yet: `course grade` creates one; keep it)"))
     except CourseError:

@@ -27,7 +27,7 @@ from .run import merge
 from .run.layout import (CourseError, course_root, db_path, db_url, notebook_names, read_notebook, require_assignment,
                      shard_dir, state_dir, submitted_students)
 from .run.ledger import Ledger, fingerprint, grading_code_digest, grading_mode
-from .seeds import ensure_secret
+from .nbgrader.seeds import ensure_secret
 from .run.verify import disagreement_line
 from .warmstub import command
 

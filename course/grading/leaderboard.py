@@ -12,7 +12,7 @@ import nbformat
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from .cell_roles import is_test_cell
-from .trusted import SPEED_RECORD
+from .nbgrader.trusted import SPEED_RECORD
 
 COLUMNS = ("test", "rank", "student", "ms", "reference_ms", "ratio_to_reference", "baseline", "ratio_to_baseline",
            "points", "max_points", "runs", "settled", "gpu", "sm_clock_mhz", "max_sm_clock_mhz", "clock")

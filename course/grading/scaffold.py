@@ -477,7 +477,7 @@ def add_test(root, assignment, notebook, call, doc, points=1, test_id=None, hidd
     from ..harness.cells import defined_names
     from .cell_roles import check_call, solution_ids
     from .run.layout import require_assignment
-    from .trusted import the_check
+    from .nbgrader.trusted import the_check
     root = course_root(root)
     require_assignment(root, assignment)
     stem = notebook.removesuffix(".ipynb")

@@ -12,7 +12,7 @@ locate         a speed test's question, which file and function the child times 
 own_kernels    the integrity rule's question, which kernels are the student's (cuda.py's verdict, in the judge
                child; CUDA: nvcc's host stub of each __global__ function, integrity.module_kernels; Triton: the
                @triton.jit functions of the answer's file)
-answer         exercise.judges marks a check with it; grading/trusted.py's judge_cell collects the answer with
+answer         exercise.judges marks a check with it; grading/nbgrader/trusted.py's judge_cell collects the answer with
                Answer.collect (verify.py's clean re-runs too), and keeps the notebook's own message where
                Answer.kernel_message (a Python rung's hints read the student's kernel and what the runners did)
 Exercise.bindings[rung name]   what a runner needs from an exercise beyond the shared fields (cuda.py's Binding:
@@ -21,7 +21,7 @@ Exercise.bindings[rung name]   what a runner needs from an exercise beyond the s
 
 The Python runners' evidence is a record per call (ladder.recording: threads, launches, shared memory use, the
 order of a block's threads) that python.py's call_recorded returns and check_python hands back. Still outside the
-Rung: grading/trusted.py's worker side (answer) knows the requests by name ("collect" runs a rung's own function
+Rung: grading/nbgrader/trusted.py's worker side (answer) knows the requests by name ("collect" runs a rung's own function
 on the notebook's value, in the worker: Triton's source of a launch function) and relays a record's shared
 memory use and thread order itself.
 words          a rung's vocabulary for hints: the runners put it into each Case's words (case.words["lang"] is "python",

@@ -22,8 +22,8 @@ import nbformat
 from nbgrader.utils import determine_grade, is_solution
 
 from ..cell_roles import is_demo, is_test_cell
-from ..seeds import personal_notebook
-from ..trusted import Answers, answer, decode, encode, judge_cell
+from ..nbgrader.seeds import personal_notebook
+from ..nbgrader.trusted import Answers, answer, decode, encode, judge_cell
 
 NOTEBOOK_TIMEOUT = 1800  # seconds for one notebook's re-run: compiles and checks included
 
@@ -45,7 +45,7 @@ def merged(source_nb, submitted_nb):
 def notebook_verdicts(autograded_nb):
     """{grade_id: True if the autograded notebook gave the test cell full marks, or judged a speed test (its share of
     the points is a timing, which a re-run measures anew: only whether it was timed can be compared)}."""
-    from ..trusted import SPEED_RECORD
+    from ..nbgrader.trusted import SPEED_RECORD
     out = {}
     for cell in autograded_nb.cells:
         if is_test_cell(cell):

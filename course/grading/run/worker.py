@@ -1,5 +1,5 @@
 """One student's grading, in a process of its own: nbgrader's autograde into the worker's gradebook (test cells judged
-outside the kernel, course/grading/trusted.py), and with --verify the clean re-run as an audit (`course verify`'s,
+outside the kernel, course/grading/nbgrader/trusted.py), and with --verify the clean re-run as an audit (`course verify`'s,
 course/grading/run/verify.py).
 
 `course grade` starts one per student (several at once) with the GPU it may use in CUDA_VISIBLE_DEVICES,
@@ -107,7 +107,7 @@ def main(argv=None):
     p.add_argument("--verify", action="store_true")
     args = p.parse_args(argv)
     _end_with_parent()
-    from ..seeds import load_secret
+    from ..nbgrader.seeds import load_secret
     from .verify import disagreements, verify_student
     result = {"student": args.student, "timing": {}}
     t = time.perf_counter()

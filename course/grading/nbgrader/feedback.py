@@ -9,10 +9,10 @@ import re
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
-from ..tracebacks import COURSE as _COURSE, install_student_tracebacks, without_course_frames  # noqa: F401
-from .run.layout import CourseError
+from ...tracebacks import COURSE as _COURSE, install_student_tracebacks, without_course_frames  # noqa: F401
+from ..run.layout import CourseError
 from .release import ClearHiddenTestsQuietly
-from .cell_roles import is_test_cell
+from ..cell_roles import is_test_cell
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -54,7 +54,7 @@ class HideHiddenTests(NbGraderPreprocessor):
 
 def feedback(root, assignment, students=None, db=None):
     """Writes feedback/<student>/<assignment>/*.html for the graded students (all, or those named) through nbgrader."""
-    from .run.layout import course_root, db_url, require_assignment, run_nbgrader
+    from ..run.layout import course_root, db_url, require_assignment, run_nbgrader
     root = course_root(root)
     require_assignment(root, assignment)
     graded = sorted(p.parent.name for p in (root / "autograded").glob(f"*/{assignment}") if p.is_dir())
