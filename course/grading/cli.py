@@ -56,13 +56,13 @@ def _verify(args):
 
 
 def _merge(args):
-    from .shards import merge_shards
+    from .commands.merge import merge_shards
     return merge_shards(args.root, args.assignment, args.shards, db=args.db)
 
 
 def _slurm(args):
     import os
-    from . import slurm
+    from .commands import slurm
     if args.action == "report":
         if args.sbatch:
             raise CourseError(f"slurm report takes no sbatch options: {' '.join(args.sbatch)}")
