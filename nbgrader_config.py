@@ -5,7 +5,7 @@ from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, Execute, Ge
 from course.grading.nbgrader.autograde import PersonalSeeds, RestoreHiddenTests
 from course.grading.nbgrader.trusted import TrustedExecute
 from course.grading.nbgrader.feedback import HideHiddenTests
-from course.grading.leaderboard import SpeedStanding
+from course.grading.nbgrader.standing import SpeedStanding
 from course.grading.nbgrader.release import ClearCudaSolutions, ClearHiddenTestsQuietly, wrap_validate_lines
 
 c = get_config()  # noqa: F821 (nbgrader provides it)

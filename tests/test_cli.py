@@ -26,7 +26,7 @@ from course.device import cpu_mode
 from course.grading.nbgrader import seeds
 from course.grading.collect import read_download
 from course.grading.run.compile import compile_jobs
-from course.grading.export import failure_message
+from course.grading.reports.exercises import failure_message
 from course.grading.nbgrader.feedback import HideHiddenTests
 from course.grading.run.gradebook import grades
 from course.grading.grade import in_shard

@@ -77,7 +77,7 @@ def _feedback(args):
 
 
 def _export(args):
-    from .export import export
+    from .commands.export import export
     return export(args.root, args.assignment, out=args.out, db=args.db)
 
 

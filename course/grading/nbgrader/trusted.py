@@ -280,7 +280,7 @@ def judge_cell(answers, source):
     return check(kind.collect(answers, target), *args, **kwargs)
 
 
-SPEED_RECORD = "course_speed"  # the key of a speed test's figures in its cell's result's metadata (grading/leaderboard.py)
+SPEED_RECORD = "course_speed"  # the key of a speed test's figures in its cell's result's metadata (grading/reports/leaderboard.py)
 
 
 def scored(score, points):
