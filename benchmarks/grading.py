@@ -78,7 +78,7 @@ def vary(answers, student):
 
 def bases(assignment, tamper):
     """{base student: answers} from examples/ (and tests/tamper/)."""
-    from course.grading.submissions import answers_in
+    from course.grading.commands.examples import answers_in
     folders = [ROOT / "examples" / assignment] + ([ROOT / "tests" / "tamper" / assignment] if tamper else [])
     return {p.name: answers_in(p) for f in folders if f.is_dir() for p in sorted(f.iterdir()) if p.is_dir()}
 
@@ -94,7 +94,7 @@ def by_example(scores):
 def write_class(course, assignment, students):
     """Writes submitted/<student>/<assignment>/ for {student: answers}."""
     import nbformat
-    from course.grading.submissions import fill
+    from course.grading.commands.examples import fill
     released = {p.name: nbformat.read(p, as_version=4) for p in sorted((course / "release" / assignment).glob("*.ipynb"))}
     for student, answers in students.items():
         out = course / "submitted" / student / assignment

@@ -11,7 +11,7 @@ import course
 import course.topics
 from course.assignments import Assignment, declared, topic_exports, topic_modules
 from course.grading.run.layout import CourseError
-from course.grading.publish import release
+from course.grading.commands.release import release
 from course.harness.rungs import ANSWERS
 from course.grading.warm import PRELOAD
 from conftest import SLOW_FIRST

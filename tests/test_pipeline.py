@@ -16,10 +16,10 @@ import pytest
 
 from course.assignments import Assignment, declared
 from course.device import cpu_mode
-from course.grading.check import example_results
+from course.grading.commands.check import example_results
 from course.grading.run.gradebook import grade_table, grades
 from course.grading.nbgrader.autograde import SafeExecute  # noqa: F401 (the execute step under test, configured in nbgrader_config)
-from course.grading.submissions import fill, write_submissions
+from course.grading.commands.examples import fill, write_submissions
 from course.grading.cell_roles import is_demo
 from course.grading.nbgrader.trusted import DEMO_NOTE
 from course.grading.run.verify import disagreements, verify

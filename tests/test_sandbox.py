@@ -312,7 +312,7 @@ def test_a_sandboxed_process_makes_sandbox_folders_in_its_own_scratch():
 
 
 def test_doctor_names_each_layer_and_what_grading_does_without_it(monkeypatch, capsys):
-    from course.grading.doctor import Report, check_sandbox
+    from course.grading.commands.doctor import Report, check_sandbox
     assert set(sandbox.MISSING) <= set(sandbox.LAYERS)
     monkeypatch.setattr(sandbox, "layers", lambda: dict.fromkeys(sandbox.LAYERS, False))
     check_sandbox(Report())

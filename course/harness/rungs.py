@@ -3,7 +3,7 @@
 Topics, the harness and grading ask a Rung (or its Answer) instead of comparing rung names. Where each part is read:
 
 sizes, small   Exercise.inputs picks the case names by sizes; a topic's cases(case, seed, rung) pick their size
-               table by rung.sizes and small inputs by rung.small (topics/*.py, grading/scaffold.py's template)
+               table by rung.sizes and small inputs by rung.small (topics/*.py, grading/commands/new.py's template)
 runner         Rung.check(exercise, answer, case, seed): python.py's check_python, cuda.py's check_cuda, triton.py's
                check_triton (which runs its children through cuda.py's run_and_judge, with its own loader and verdict)
 modes          the checks beyond input cases that the runner offers (cuda.py: memory, race, integrity; speed, which

@@ -123,7 +123,7 @@ def check_split(root, assignment, tasks):
 
 def shard_plans(root, assignment, tasks):
     """{i: the plan of shard i/N} (students graded and still to grade, from its ledger by the same in_shard rule)."""
-    from ..grade import make_plan
+    from ..run.plan import make_plan
     return {i: make_plan(root, assignment, shard=(i, tasks)) for i in range(1, tasks + 1)}
 
 

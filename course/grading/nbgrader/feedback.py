@@ -1,16 +1,15 @@
 """The feedback a student gets: which test passed or failed and why, never a hidden test's code or seed.
 
-nbgrader's feedback is the autograded notebook as HTML. Before it is rendered, each test cell's hidden
-region is cut as the release cuts it (so the cell reads as the student saw it), and each error's traceback
-keeps only the student's own frames: the cell's call for a visible test, nothing but the message for a
-hidden one (its call names the seed), never a frame inside the course package.
+nbgrader's feedback is the autograded notebook as HTML (`course feedback`, commands/feedback.py, runs it). Before it
+is rendered, each test cell's hidden region is cut as the release cuts it (so the cell reads as the student saw it),
+and each error's traceback keeps only the student's own frames: the cell's call for a visible test, nothing but the
+message for a hidden one (its call names the seed), never a frame inside the course package.
 """
 import re
 
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from ...tracebacks import COURSE as _COURSE, install_student_tracebacks, without_course_frames  # noqa: F401
-from ..run.layout import CourseError
 from .release import ClearHiddenTestsQuietly
 from ..cell_roles import is_test_cell
 
@@ -50,25 +49,3 @@ class HideHiddenTests(NbGraderPreprocessor):
             if out.get("output_type") == "error" and out.get("traceback"):
                 out["traceback"] = student_traceback(list(out["traceback"]), hidden)
         return cell, resources
-
-
-def feedback(root, assignment, students=None, db=None):
-    """Writes feedback/<student>/<assignment>/*.html for the graded students (all, or those named) through nbgrader."""
-    from ..run.layout import course_root, db_url, require_assignment, run_nbgrader
-    root = course_root(root)
-    require_assignment(root, assignment)
-    graded = sorted(p.parent.name for p in (root / "autograded").glob(f"*/{assignment}") if p.is_dir())
-    if not graded:
-        raise CourseError(f"no graded submissions of {assignment} in autograded/: run `python -m course grade "
-                          f"{assignment}` first")
-    if students:
-        missing = sorted(set(students) - set(graded))
-        if missing:
-            raise CourseError(f"{', '.join(missing)}: no graded submission of {assignment} (graded: "
-                              f"{', '.join(graded)})")
-    args = ["generate_feedback", assignment, "--force", f"--db={db_url(root, db)}"]
-    for student in students or [None]:
-        run_nbgrader(args + (["--student", student] if student else []), root)
-    written = sorted((root / "feedback").glob(f"*/{assignment}/*.html"))
-    print(f"wrote {len(written)} feedback files into {root / 'feedback'}/<student>/{assignment}/")
-    return 0

@@ -3,10 +3,10 @@ import os
 import time
 from pathlib import Path
 
-from ..assignments import Assignment
-from .run.compile import build_all, compile_jobs, job_key
-from .run.layout import CourseError, assignments, course_root, read_notebook, require_assignment, run_nbgrader
-from .nbgrader.trusted import needs_demo, unjudgeable
+from ...assignments import Assignment
+from ..run.compile import build_all, compile_jobs, job_key
+from ..run.layout import CourseError, assignments, course_root, read_notebook, require_assignment, run_nbgrader
+from ..nbgrader.trusted import needs_demo, unjudgeable
 
 
 def stub_jobs(root, assignment):

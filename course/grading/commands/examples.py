@@ -4,7 +4,7 @@ from pathlib import Path
 
 import nbformat
 
-from .cell_roles import solution_ids
+from ..cell_roles import solution_ids
 
 
 def answers_in(folder):
