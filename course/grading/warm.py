@@ -57,7 +57,7 @@ class WarmKernelManager(AsyncKernelManager):
 
 
 def nbgrader_args():
-    """nbgrader's option that starts the grading's kernels with WarmKernelManager, in a sandbox (autograde.py)."""
+    """nbgrader's option that starts the grading's kernels with WarmKernelManager, in a sandbox (nbgrader/autograde.py)."""
     return ["--Execute.kernel_manager_class=course.grading.nbgrader.autograde.SandboxedKernelManager"]
 
 

@@ -13,7 +13,7 @@ own_kernels    the integrity rule's question, which kernels are the student's (c
                child; CUDA: nvcc's host stub of each __global__ function, integrity.module_kernels; Triton: the
                @triton.jit functions of the answer's file)
 answer         exercise.judges marks a check with it; grading/nbgrader/trusted.py's judge_cell collects the answer with
-               Answer.collect (verify.py's clean re-runs too), and keeps the notebook's own message where
+               Answer.collect (grading/run/verify.py's clean re-runs too), and keeps the notebook's own message where
                Answer.kernel_message (a Python rung's hints read the student's kernel and what the runners did)
 Exercise.bindings[rung name]   what a runner needs from an exercise beyond the shared fields (cuda.py's Binding:
                the C++ function the module exports and its declaration; triton.py's Launch: the launch function's
