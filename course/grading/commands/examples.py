@@ -1,4 +1,4 @@
-"""Example submissions: a released notebook with one student's answers in its solution cells."""
+"""`course examples`: example submissions, a released notebook with one student's answers in its solution cells (cli.py prints what it wrote, or with --table the grade table)."""
 import shutil
 from pathlib import Path
 
