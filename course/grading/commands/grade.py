@@ -88,8 +88,8 @@ def grade(root, assignment, students=None, workers=None, gpus=None, shard=None, 
                 say("the warm kernel process did not start: kernels start cold (slower, the same grades)")
         summary["warm_kernels"] = bool(warm_env)
         if plan.todo:
-            grade_students(plan, scratch, workers, gpus, worker_env, threads, {**temp, **warm_env}, verify, timeout, quiet,
-                  per_student, summary)
+            grade_students(plan, scratch, workers, gpus, worker_env, threads, {**temp, **warm_env}, verify, timeout,
+                           quiet, per_student, summary)
     finally:
         if kernels is not None:
             kernels.close()

@@ -22,7 +22,7 @@ def submit(root, assignment, tasks, options=(), cpu=False, dry_run=False, python
     option_lines(options)  # bad options refused before anything is written
     if not dry_run:
         sbatch_path()
-    from .shards import shard_dirs
+    from ..cluster.shards import shard_dirs
     before = {d for _, _, d in shard_dirs(root, assignment)}
     kept = []  # becomes [True] once the shards' folders are in use (the array submitted, or graded before)
     try:

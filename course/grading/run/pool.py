@@ -106,7 +106,8 @@ def prebuild(plan, processes=None, gpu=True):
     return time.perf_counter() - t, len(results), sum(1 for _, e in results if e)
 
 
-def grade_students(plan, tmp, workers, gpus, make_env, threads, extra_env, verify, timeout, quiet, per_student, summary):
+def grade_students(plan, tmp, workers, gpus, make_env, threads, extra_env, verify, timeout, quiet, per_student,
+                   summary):
     """Grades plan.todo in `workers` worker processes at once (scratch in tmp); each finished student is merged in turn."""
     _stopping.clear()  # an interrupted run before, in this process, left it set
     logs = state_dir(plan.root, plan.assignment) / "logs"
