@@ -2,11 +2,11 @@
 from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
 from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, Execute, GetGrades, OverwriteCells
 
-from course.grading.autograde import PersonalSeeds, RestoreHiddenTests
-from course.grading.trusted import TrustedExecute
-from course.grading.feedback import HideHiddenTests
-from course.grading.leaderboard import SpeedStanding
-from course.grading.release import ClearCudaSolutions, ClearHiddenTestsQuietly, wrap_validate_lines
+from course.grading.nbgrader.autograde import PersonalSeeds, RestoreHiddenTests
+from course.grading.nbgrader.trusted import TrustedExecute
+from course.grading.nbgrader.feedback import HideHiddenTests
+from course.grading.nbgrader.standing import SpeedStanding
+from course.grading.nbgrader.release import ClearCudaSolutions, ClearHiddenTestsQuietly, wrap_validate_lines
 
 c = get_config()  # noqa: F821 (nbgrader provides it)
 
@@ -21,17 +21,17 @@ c.GenerateAssignment.preprocessors = [
 c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedError()"}
 
 # One trusted pass: the student's cells run in the notebook's kernel, each test cell is judged by nbgrader's own
-# process (course/grading/trusted.py), which asks the kernel only for the answer; the verdict is the cell's output,
+# process (course/grading/nbgrader/trusted.py), which asks the kernel only for the answer; the verdict is the cell's output,
 # so the scores, the feedback and the export hold verdicts no student code could change. A notebook whose kernel
 # dies or hangs keeps the points of the cells before; later cells get none, with the reason in their output
-# (nbgrader alone would drop the student's whole assignment). Cell time limits: course/grading/autograde.py
+# (nbgrader alone would drop the student's whole assignment). Cell time limits: course/grading/nbgrader/autograde.py
 # (10 minutes for a cell that compiles CUDA, 4 for the rest).
 c.Autograde.autograde_preprocessors = [
     TrustedExecute if p is Execute else p for p in Autograde().autograde_preprocessors
 ]
 # The notebook's kernel runs in a sandbox (course/sandbox.py): it reads the course package and the notebook's folder,
 # writes only a folder of its own, opens no network socket, and what it leaves running is killed with it.
-c.Execute.kernel_manager_class = "course.grading.autograde.SandboxedKernelManager"
+c.Execute.kernel_manager_class = "course.grading.nbgrader.autograde.SandboxedKernelManager"
 c.Execute.timeout = 600
 c.Execute.startup_timeout = 120
 # Once its last cell has run, a notebook's kernel has nothing left to say: kill it rather than wait for a graceful
@@ -40,7 +40,7 @@ c.Execute.shutdown_kernel = "immediate"
 
 # A test cell released without its hidden tests is not an edit: only real edits of locked cells are
 # reported (nbgrader alone warns about every hidden-test cell of every submission). Then each hidden test's
-# seed becomes the student's own, derived from the course's .grading_secret (course/grading/seeds.py).
+# seed becomes the student's own, derived from the course's .grading_secret (course/grading/nbgrader/seeds.py).
 c.Autograde.sanitize_preprocessors = [
     q for p in Autograde().sanitize_preprocessors
     for q in ([RestoreHiddenTests, PersonalSeeds] if p is OverwriteCells else [p])

@@ -78,7 +78,7 @@ def vary(answers, student):
 
 def bases(assignment, tamper):
     """{base student: answers} from examples/ (and tests/tamper/)."""
-    from course.grading.submissions import answers_in
+    from course.grading.commands.examples import answers_in
     folders = [ROOT / "examples" / assignment] + ([ROOT / "tests" / "tamper" / assignment] if tamper else [])
     return {p.name: answers_in(p) for f in folders if f.is_dir() for p in sorted(f.iterdir()) if p.is_dir()}
 
@@ -94,7 +94,7 @@ def by_example(scores):
 def write_class(course, assignment, students):
     """Writes submitted/<student>/<assignment>/ for {student: answers}."""
     import nbformat
-    from course.grading.submissions import fill
+    from course.grading.commands.examples import fill
     released = {p.name: nbformat.read(p, as_version=4) for p in sorted((course / "release" / assignment).glob("*.ipynb"))}
     for student, answers in students.items():
         out = course / "submitted" / student / assignment
@@ -107,7 +107,7 @@ def warm_up(course, assignment, build_dir):
     """Builds the released CUDA sources (and CPU mode's memory module) into build_dir: shared parts warm, students cold."""
     code = ("import json, sys, nbformat\n"
             "from pathlib import Path\n"
-            "from course.grading.compile import compile_jobs\n"
+            "from course.grading.run.compile import compile_jobs\n"
             "from course.toolchain import load_cuda\n"
             "from course.device import cpu_mode\n"
             "for p in sorted(Path(sys.argv[1]).glob('*.ipynb')):\n"
@@ -385,7 +385,7 @@ def slurm_jobs(cluster, job):
 
 def slurm_path(course, assignment, tasks, build_dir, out, timeout):
     """The class graded through a one-node Slurm started here: `course slurm grade --tasks N --cpu`, wall and shard seconds."""
-    from course.grading.localslurm import LocalCluster, missing_prerequisite
+    from tests.localslurm import LocalCluster, missing_prerequisite
     reason = missing_prerequisite()
     if reason:
         return {"error": reason}

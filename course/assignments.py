@@ -195,7 +195,7 @@ class Assignment:
         reads it (any string literal, strings joined with + or in parentheses, a name bound to one earlier); one it
         cannot read, or a cell that does not parse, is a problem that names the cell."""
         import importlib
-        from .grading.compile import statements, written_value
+        from .grading.run.compile import statements, written_value
         from .harness.exercise import Exercise as Declared
         exports, problems = topic_exports(), []
         for p in self.notebooks:

@@ -1,5 +1,5 @@
 """cuda_begin, the lecture's boilerplate every CUDA source starts with: plain text, so that the build
-(course/toolchain/), compiling ahead (course/grading/compile.py) and course.cuda read one definition, none of them
+(course/toolchain/), compiling ahead (course/grading/run/compile.py) and course.cuda read one definition, none of them
 importing another or torch."""
 
 # The lecture's boilerplate, with lighter headers than torch/extension.h: the same names

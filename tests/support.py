@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from course.grading.layout import nbgrader_env
+from course.grading.run.layout import nbgrader_env
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "the instructor's secret for these tests"
@@ -27,7 +27,7 @@ def nbgrader(*args, cwd, timeout=1800, env=None):
 
 def course(*args, cwd, check=True, timeout=3600):
     """Runs `python -m course ARGS` in a course folder with the tests' grading secret."""
-    from course.grading import seeds
+    from course.grading.nbgrader import seeds
     proc = subprocess.run([sys.executable, "-m", "course", *args], cwd=cwd, env=command_env({seeds.SECRET_ENV: SECRET}),
                           capture_output=True, text=True, timeout=timeout)
     if check:

@@ -5,7 +5,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from course.grading.autograde import SafeExecute, cell_timeout
+from course.grading.nbgrader.autograde import SafeExecute, cell_timeout
 
 pytestmark = pytest.mark.timeout(300)
 

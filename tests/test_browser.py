@@ -22,7 +22,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course.grading.submissions import answers_in, fill
+from course.grading.commands.examples import answers_in, fill
 from tests.support import ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser"), pytest.mark.timeout(1200)]

@@ -23,17 +23,17 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
 from course.device import cpu_mode
-from course.grading import seeds
-from course.grading.collect import read_download
-from course.grading.compile import compile_jobs
-from course.grading.export import failure_message
-from course.grading.feedback import HideHiddenTests
-from course.grading.gradebook import grades
-from course.grading.grade import in_shard
-from course.grading.layout import CourseError
-from course.grading.merge import remove_student
-from course.grading.submissions import write_submissions
-from course.grading.verify import disagreement_line, verification_source
+from course.grading.nbgrader import seeds
+from course.grading.commands.collect import read_download
+from course.grading.run.compile import compile_jobs
+from course.grading.reports.exercises import failure_message
+from course.grading.nbgrader.feedback import HideHiddenTests
+from course.grading.run.gradebook import grades
+from course.grading.run.plan import in_shard
+from course.grading.run.layout import CourseError
+from course.grading.run.merge import remove_student
+from course.grading.commands.examples import write_submissions
+from course.grading.run.verify import disagreement_line, verification_source
 from tests.support import ROOT, SECRET, command_env, course, course_folder, nbgrader
 from tests.test_pipeline import EXPECTED_PASSES, L0, L3, L4
 
@@ -125,7 +125,7 @@ def test_a_disagreement_reads_as_one_line_naming_the_test_and_both_verdicts():
     row = ("bob", L0, "rgb2grey_py_hidden_sizes", True, False, "AssertionError: 3 pixels are wrong\nmore")
     assert disagreement_line(row) == (f"bob  {L0}/rgb2grey_py_hidden_sizes: notebook passed, clean re-run failed: "
                                       "AssertionError: 3 pixels are wrong")
-    from course.grading.grade import report
+    from course.grading.commands.grade import report
     summary = {"assignment": "grayscale", "students": 1, "unchanged": 0, "graded": ["bob"], "workers": 1,
                "failed": {}, "kernel_stopped": {}, "timing": {}, "disagreements": [row]}
     assert f"    {disagreement_line(row)}" in report(summary).splitlines()
@@ -256,7 +256,7 @@ def test_doctor_says_this_machine_can_grade(tmp_path):
 def test_doctor_checks_triton_its_version_against_torchs_and_a_tiny_kernel(monkeypatch, capsys):
     import triton
 
-    from course.grading import doctor
+    from course.grading.commands import doctor
     monkeypatch.setattr(doctor, "triton_pin", lambda: triton.__version__)
     report = doctor.Report()
     doctor.check_triton(report)
@@ -283,19 +283,20 @@ esac
 
 def test_grading_and_doctor_read_the_gpus_from_nvidia_smi(tmp_path, monkeypatch):
     from course.device import nvidia_smi
-    from course.grading import doctor, grade
+    from course.grading.commands import doctor
+    from course.grading.run import pool
     (tmp_path / "nvidia-smi").write_text(FAKE_SMI)
     (tmp_path / "nvidia-smi").chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}")
     monkeypatch.delenv("COURSE_CPU_MODE", raising=False)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    assert grade.visible_gpus() == ["0", "1"]
+    assert pool.visible_gpus() == ["0", "1"]
     assert doctor.gpus() == [("NVIDIA H100 80GB HBM3", "550.54.15", "81559 MiB")]
     assert nvidia_smi("clocks.sm", "clocks.mem", units=False, gpu="GPU-1") == [["1980", "2619", "1980", "41", "120.5",
                                                                            "550.54.15"]]  # one GPU: speed.gpu_facts
     assert nvidia_smi("utilization.gpu", units=False) is None  # the driver not loaded
     monkeypatch.setenv("PATH", str(tmp_path / "none"))
-    assert nvidia_smi("index") == [] and grade.visible_gpus() == [] and doctor.gpus() == []
+    assert nvidia_smi("index") == [] and pool.visible_gpus() == [] and doctor.gpus() == []
 
 
 # ---- slow: a class released, collected, graded (stopped halfway and resumed), fed back, exported
@@ -481,7 +482,7 @@ def test_grading_again_grades_only_an_edited_submission(graded, tmp_path):
     again = course("grade", "grayscale", "--json", str(tmp_path / "a.json"), cwd=root, check=False)
     assert json.loads((tmp_path / "a.json").read_text())["graded"] == [], again.stderr
     nb = root / "submitted" / "bob" / "grayscale" / f"{L0}.ipynb"
-    from course.grading.submissions import fill
+    from course.grading.commands.examples import fill
     right = (ROOT / "examples" / "grayscale" / "alice" / "rgb2grey_py.py").read_text()
     nbformat.write(fill(nbformat.read(nb, as_version=4), {"rgb2grey_py": right}), nb)
     course("grade", "grayscale", "--json", str(tmp_path / "b.json"), cwd=root, check=False)
@@ -519,5 +520,5 @@ def test_grade_refuses_a_course_without_a_release(tmp_path):
     proc = course("grade", "grayscale", cwd=root, check=False)
     assert proc.returncode == 2 and "release" in proc.stderr
     with pytest.raises(CourseError):
-        from course.grading.grade import parse_shard
+        from course.grading.commands.grade import parse_shard
         parse_shard("x")

@@ -28,7 +28,7 @@ import torch
 import course
 from course.assignments import Assignment
 from course.device import cpu_mode
-from course.grading.check import run_cells, source_cells
+from course.grading.commands.check import run_cells, source_cells
 from course.harness import children as harness_children
 from course.harness import python as harness_python
 from course.harness.rungs import PYTHON, RUNGS

@@ -3,7 +3,7 @@ them, or the check's sizes cannot show what it looks for (a race probe inside on
 import dataclasses
 
 from course.assignments import Assignment
-from course.grading.check import mutants, probe_problems
+from course.grading.commands.check import mutants, probe_problems
 from course.topics import matmul
 from tests.support import ROOT
 

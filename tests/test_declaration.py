@@ -10,8 +10,8 @@ import pytest
 import course
 import course.topics
 from course.assignments import Assignment, declared, topic_exports, topic_modules
-from course.grading.layout import CourseError
-from course.grading.publish import release
+from course.grading.run.layout import CourseError
+from course.grading.commands.release import release
 from course.harness.rungs import ANSWERS
 from course.grading.warm import PRELOAD
 from conftest import SLOW_FIRST

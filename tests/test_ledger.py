@@ -1,8 +1,8 @@
 """A grade's fingerprint changes with everything the grade depends on: the whole grading code and the mode."""
 import shutil
 
-from course.grading import ledger
-from course.grading.ledger import fingerprint, grading_code_digest
+from course.grading.run import ledger
+from course.grading.run.ledger import fingerprint, grading_code_digest
 from tests.support import ROOT
 
 
@@ -23,12 +23,12 @@ def test_a_class_graded_in_cpu_mode_is_graded_again_on_a_gpu(tmp_path):
 
 
 def test_the_code_digest_covers_every_module_of_the_course_package(tmp_path, monkeypatch):
-    # the grading plumbing decides verdicts too (grading/trusted.py, the sandbox): a change anywhere in course/ counts
+    # the grading plumbing decides verdicts too (grading/nbgrader/trusted.py, the sandbox): a change anywhere in course/ counts
     copy = tmp_path / "course"
     shutil.copytree(ROOT / "course", copy, ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(ledger, "_COURSE", copy)
     before = grading_code_digest()
-    for module in ("grading/trusted.py", "device.py", "ladder.py", "harness/child.py"):
+    for module in ("grading/nbgrader/trusted.py", "device.py", "ladder.py", "harness/child.py"):
         path = copy / module
         path.write_text(path.read_text() + "\n# changed\n")
         after = grading_code_digest()

@@ -16,13 +16,13 @@ import pytest
 
 from course.assignments import Assignment, declared
 from course.device import cpu_mode
-from course.grading.check import example_results
-from course.grading.gradebook import grade_table, grades
-from course.grading.autograde import SafeExecute  # noqa: F401 (the execute step under test, configured in nbgrader_config)
-from course.grading.submissions import fill, write_submissions
+from course.grading.commands.check import example_results
+from course.grading.run.gradebook import grade_table, grades
+from course.grading.nbgrader.autograde import SafeExecute  # noqa: F401 (the execute step under test, configured in nbgrader_config)
+from course.grading.commands.examples import fill, write_submissions
 from course.grading.cell_roles import is_demo
-from course.grading.trusted import DEMO_NOTE
-from course.grading.verify import disagreements, verify
+from course.grading.nbgrader.trusted import DEMO_NOTE
+from course.grading.run.verify import disagreements, verify
 from course.grading.warm import WarmKernels, nbgrader_args
 from tests.support import ROOT, nbgrader
 

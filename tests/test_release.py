@@ -6,7 +6,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from course.grading.release import C_STUB, ClearCudaSolutions
+from course.grading.nbgrader.release import C_STUB, ClearCudaSolutions
 from tests.support import ROOT, nbgrader
 
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "source").iterdir() if p.is_dir())
@@ -80,7 +80,7 @@ def hidden_test_cells(folder):
 def test_a_released_hidden_test_cell_shows_nothing_and_reads_as_unedited(regenerated):
     import ast
 
-    from course.grading.release import HIDDEN_NOTE, ClearHiddenTestsQuietly
+    from course.grading.nbgrader.release import HIDDEN_NOTE, ClearHiddenTestsQuietly
     pairs = list(hidden_test_cells(regenerated / "grayscale"))
     assert len(pairs) == 5  # one a lesson: L0 to L3 and Triton
     for source, released in pairs:
@@ -93,7 +93,7 @@ def test_a_released_hidden_test_cell_shows_nothing_and_reads_as_unedited(regener
 
 
 def test_a_cell_with_code_left_after_its_hidden_tests_is_left_alone():
-    from course.grading.release import ClearHiddenTestsQuietly
+    from course.grading.nbgrader.release import ClearHiddenTestsQuietly
     cell = new_code_cell('"""doc"""\ncheck(1)\n### BEGIN HIDDEN TESTS\ncheck(2)\n### END HIDDEN TESTS')
     assert ClearHiddenTestsQuietly()._remove_hidden_test_region(cell)
     assert cell.source == '"""doc"""\ncheck(1)'
@@ -102,7 +102,7 @@ def test_a_cell_with_code_left_after_its_hidden_tests_is_left_alone():
 def test_validate_wraps_a_long_hint_instead_of_cutting_it():
     from nbgrader.validator import Validator
 
-    from course.grading.release import wrap_validate_lines
+    from course.grading.nbgrader.release import wrap_validate_lines
     wrap_validate_lines()
     hint = "Hint: " + " ".join(f"word{i}" for i in range(60))
     shown = Validator()._indent(f"AssertionError: short\n{hint}")

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import course
-from course.grading.trusted import Answers, answer, judge_cell
+from course.grading.nbgrader.trusted import Answers, answer, judge_cell
 from course.harness.exercise import judges
 from course.harness.rungs import FUNCTION, RUNGS, Rung
 from course.topics.grayscale import RGB2GREY

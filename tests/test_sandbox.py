@@ -312,7 +312,7 @@ def test_a_sandboxed_process_makes_sandbox_folders_in_its_own_scratch():
 
 
 def test_doctor_names_each_layer_and_what_grading_does_without_it(monkeypatch, capsys):
-    from course.grading.doctor import Report, check_sandbox
+    from course.grading.commands.doctor import Report, check_sandbox
     assert set(sandbox.MISSING) <= set(sandbox.LAYERS)
     monkeypatch.setattr(sandbox, "layers", lambda: dict.fromkeys(sandbox.LAYERS, False))
     check_sandbox(Report())
@@ -359,8 +359,8 @@ TRITON = ("import triton\nimport triton.language as tl\nfrom course.topics.grays
 
 @needs["files"]
 def test_the_kernel_is_judged_from_its_sandbox_and_reads_nothing_of_the_graders(tmp_path):
-    from course.grading.autograde import SandboxedKernelManager
-    from course.grading.trusted import TrustedExecute
+    from course.grading.nbgrader.autograde import SandboxedKernelManager
+    from course.grading.nbgrader.trusted import TrustedExecute
     secret = tmp_path / ".grading_secret"
     secret.write_text("the secret")
     notebook = tmp_path / "autograded" / "s" / "a"

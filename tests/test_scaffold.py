@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from course.grading.gradebook import grades
-from course.grading.submissions import write_submissions
+from course.grading.run.gradebook import grades
+from course.grading.commands.examples import write_submissions
 from tests.support import ROOT
 
 pytestmark = [pytest.mark.xdist_group("scaffold"), pytest.mark.timeout(1800)]
@@ -165,8 +165,8 @@ def test_add_test_puts_a_graded_locked_cell_after_its_exercises_tests(tmp_path):
     import nbformat
 
     from course.assignments import Assignment, notebook_exercises
-    from course.grading.layout import CourseError
-    from course.grading.scaffold import add_test
+    from course.grading.run.layout import CourseError
+    from course.grading.commands.add_test import add_test
     from tests.support import course_folder
     root = course_folder(tmp_path, released=False)
     nb_path = root / "source" / "grayscale" / "02_L1_run_kernel.ipynb"

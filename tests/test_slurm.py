@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from course.grading import seeds
-from course.grading.grade import in_shard
-from course.grading.localslurm import LocalCluster, missing_prerequisite
-from course.grading.gradebook import grades
-from course.grading.slurm import array_spec
-from course.grading.submissions import write_submissions
+from course.grading.nbgrader import seeds
+from course.grading.run.plan import in_shard
+from tests.localslurm import LocalCluster, missing_prerequisite
+from course.grading.run.gradebook import grades
+from course.grading.cluster.slurm import array_spec
+from course.grading.commands.examples import write_submissions
 from tests.support import ROOT, SECRET, course, course_folder
 from tests.test_pipeline import EXPECTED_PASSES
 

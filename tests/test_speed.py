@@ -15,9 +15,10 @@ from nbgrader.utils import determine_grade
 
 import course
 from course.device import cpu_mode
-from course.grading import leaderboard
-from course.grading.trusted import SPEED_RECORD, scored
-from course.grading.verify import notebook_verdicts
+from course.grading.nbgrader.standing import SpeedStanding
+from course.grading.reports import leaderboard
+from course.grading.nbgrader.trusted import SPEED_RECORD, scored
+from course.grading.run.verify import notebook_verdicts
 from course.harness import speed
 from course.harness.rungs import CUDA
 from course.topics.grayscale import CUDA_SRC, RGB2GREY
@@ -251,7 +252,7 @@ def test_feedback_shows_a_students_own_time_ratio_and_percentile_and_no_other_na
     monkeypatch.chdir(graded_class)
     nb = nbformat.read(graded_class / "autograded" / "ann" / "grayscale" / "04_L3_cuda.ipynb", as_version=4)
     resources = {"nbgrader": {"assignment": "grayscale", "notebook": "04_L3_cuda", "student": "ann"}}
-    nb, _ = leaderboard.SpeedStanding().preprocess(nb, resources)
+    nb, _ = SpeedStanding().preprocess(nb, resources)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "rgb_to_grayscale_cuda_speed")
     text = "".join(o.get("text", "") for o in cell.outputs)
     assert "Your time: 1 ms, 1.00x the course's kernel's, 2.00x cuBLAS's" in text

@@ -11,7 +11,7 @@ import triton
 import triton.language as tl
 
 import course
-from course.grading.trusted import judge_cell
+from course.grading.nbgrader.trusted import judge_cell
 from course.harness.rungs import RUNGS, TRITON
 from course.harness.triton import jit_names, source_of, written
 from course.topics.grayscale import RGB2GREY, check_rgb2grey_triton

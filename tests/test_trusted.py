@@ -1,4 +1,4 @@
-"""The one trusted grading pass (course/grading/trusted.py): test cells judged by nbgrader's process, not the kernel.
+"""The one trusted grading pass (course/grading/nbgrader/trusted.py): test cells judged by nbgrader's process, not the kernel.
 
 The pipeline tests (tests/test_pipeline.py) grade the tamper students end to end; these pin the pieces: what a
 judge accepts as a test cell, what an answer may carry back, and a notebook whose kernel fights its judge.
@@ -12,7 +12,7 @@ import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
 from course.grading.cell_roles import check_call
-from course.grading.trusted import DEMO_NOTE, OPAQUE, TrustedExecute, child_checks, decode, encode, needs_demo, unjudgeable
+from course.grading.nbgrader.trusted import DEMO_NOTE, OPAQUE, TrustedExecute, child_checks, decode, encode, needs_demo, unjudgeable
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -113,7 +113,7 @@ def test_a_kernel_that_dies_while_the_judge_asks_fails_that_cell_and_the_later_o
 
 
 def test_a_builtin_exception_the_students_code_raised_comes_back_as_that_exception():
-    from course.grading.trusted import _raised
+    from course.grading.nbgrader.trusted import _raised
     assert type(_raised(("raised", "IndexError", "index 7 is out of range"))) is IndexError
     odd = _raised(("raised", "MyError", "boom"))
     assert type(odd).__name__ == "MyError" and str(odd) == "boom"
@@ -221,7 +221,7 @@ def test_forged_shared_memory_counts_do_not_pass_a_tiled_check_whose_source_has_
 def test_the_kernel_reads_a_timer_cases_request(tmp_path):
     # drill 4's cases hand the student's timer the course's stand-ins for a launch: the kernel must read them
     import torch
-    from course.grading.trusted import read_request
+    from course.grading.nbgrader.trusted import read_request
     from course.timing import AsyncWork, SlowFirstCall
     torch.save(("call", {"args": (AsyncWork(20.0), SlowFirstCall(600.0, 10.0))}), tmp_path / "request.pt")
     what, arg = read_request(tmp_path / "request.pt")

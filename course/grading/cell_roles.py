@@ -1,6 +1,6 @@
 """What a notebook's cell is to grading: a test cell and its one check call, a solution cell, a demo.
 
-A leaf: it imports nothing of the course, so the declaration (course/assignments.py), the judge (grading/trusted.py)
+A leaf: it imports nothing of the course, so the declaration (course/assignments.py), the judge (grading/nbgrader/trusted.py)
 and the commands all read cells the same way without importing each other."""
 import ast
 

@@ -17,26 +17,26 @@
 import argparse
 import sys
 
-from .layout import CourseError
+from .run.layout import CourseError
 
 
 def _doctor(args):
-    from .doctor import doctor
+    from .commands.doctor import doctor
     return doctor(args.root, compile_kernel=not args.quick)
 
 
 def _release(args):
-    from .publish import release
+    from .commands.release import release
     return release(args.root, args.assignment, check_stubs=not args.no_compile)
 
 
 def _collect(args):
-    from .collect import collect
+    from .commands.collect import collect
     return collect(args.root, args.assignment, source=args.source, exchange=args.exchange, dry_run=args.dry_run)
 
 
 def _grade(args):
-    from .grade import grade, parse_shard, report
+    from .commands.grade import grade, parse_shard, report
     shard = parse_shard(args.shard) if args.shard else None
     gpus = None if args.gpus is None else [g for g in args.gpus.split(",") if g]
     summary = grade(args.root, args.assignment, students=args.student, workers=args.workers, gpus=gpus,
@@ -51,18 +51,18 @@ def _grade(args):
 
 
 def _verify(args):
-    from .reverify import reverify
+    from .commands.verify import reverify
     return reverify(args.root, args.assignment, students=args.student, workers=args.workers)
 
 
 def _merge(args):
-    from .shards import merge_shards
+    from .commands.merge import merge_shards
     return merge_shards(args.root, args.assignment, args.shards, db=args.db)
 
 
 def _slurm(args):
     import os
-    from . import slurm
+    from .commands import slurm
     if args.action == "report":
         if args.sbatch:
             raise CourseError(f"slurm report takes no sbatch options: {' '.join(args.sbatch)}")
@@ -72,26 +72,26 @@ def _slurm(args):
 
 
 def _feedback(args):
-    from .feedback import feedback
+    from .commands.feedback import feedback
     return feedback(args.root, args.assignment, students=args.student, db=args.db)
 
 
 def _export(args):
-    from .export import export
+    from .commands.export import export
     return export(args.root, args.assignment, out=args.out, db=args.db)
 
 
 def _check(args):
     import os
     os.environ.setdefault("MPLBACKEND", "Agg")  # the notebooks' plots are not shown here
-    from .check import check
+    from .commands.check import check
     return check(args.root, args.assignment, answer=args.answer, exercise=args.exercise, tests=args.case,
                  corpus=not args.no_corpus, probes=not args.no_probes)
 
 
 def _new(args):
-    from .layout import course_root
-    from .scaffold import scaffold
+    from .run.layout import course_root
+    from .commands.new import scaffold
     written = scaffold(args.root, args.assignment, rungs=args.rungs, triton=args.triton)
     root = course_root(args.root)
     print(f"wrote {len(written)} files for {args.assignment}:\n  " + "\n  ".join(str(p.relative_to(root)) for p in written))
@@ -101,7 +101,7 @@ def _new(args):
 
 
 def _add_test(args):
-    from .scaffold import add_test
+    from .commands.add_test import add_test
     grade_id, at = add_test(args.root, args.assignment, args.notebook, args.call, args.doc, points=args.points,
                             test_id=args.id, hidden=args.hidden)
     print(f"added test cell {grade_id} ({args.points} point{'s' if args.points != 1 else ''}) as cell {at} of "
@@ -110,14 +110,14 @@ def _add_test(args):
 
 
 def _examples(args):
-    from .layout import course_root, db_url, require_assignment
+    from .run.layout import course_root, db_url, require_assignment
     root = course_root(args.root)
     require_assignment(root, args.assignment)
     if args.table:
-        from .gradebook import grade_table
+        from .run.gradebook import grade_table
         print(grade_table(db_url(root, args.db), args.assignment, root / "release"))
         return
-    from .submissions import write_submissions
+    from .commands.examples import write_submissions
     try:
         students = write_submissions(root / "examples", root / "release", root / "submitted", args.assignment)
     except (FileNotFoundError, ValueError) as e:
@@ -164,7 +164,7 @@ def parser():
                 "(a pool of workers per GPU), with a progress bar; resumable: a student graded before is graded "
                 "again only when their submission, the tests or the grading code changed. A submission whose "
                 "grading breaks is recorded with the reason and grading goes on. Every test cell is judged by "
-                "nbgrader's own process, never by the student's kernel (course/grading/trusted.py): one trusted pass.")
+                "nbgrader's own process, never by the student's kernel (course/grading/nbgrader/trusted.py): one trusted pass.")
     c.add_argument("--student", action="append", help="only this student (repeatable)")
     c.add_argument("--workers", type=int, help="students graded at once (default: one per core)")
     c.add_argument("--gpus", help="GPU indices to use, e.g. 0,1 (default: all nvidia-smi lists; '' for none)")

@@ -25,7 +25,7 @@ from .warmstub import SOCKET_ENV, command
 
 PRELOAD = ("torch", "numpy", "course", "course.device", "course.ladder", "course.cuda", "course.harness.cuda",
            "course.harness.python", "course.harness.forkserver", "ipykernel.kernelapp", "ipykernel.ipkernel", "IPython",
-           "nbgrader.apps.autogradeapp", "course.grading.worker", "course.grading.trusted", *topic_modules())
+           "nbgrader.apps.autogradeapp", "course.grading.run.worker", "course.grading.nbgrader.trusted", *topic_modules())
 KERNEL = "ipykernel_launcher"
 
 
@@ -57,8 +57,8 @@ class WarmKernelManager(AsyncKernelManager):
 
 
 def nbgrader_args():
-    """nbgrader's option that starts the grading's kernels with WarmKernelManager, in a sandbox (autograde.py)."""
-    return ["--Execute.kernel_manager_class=course.grading.autograde.SandboxedKernelManager"]
+    """nbgrader's option that starts the grading's kernels with WarmKernelManager, in a sandbox (nbgrader/autograde.py)."""
+    return ["--Execute.kernel_manager_class=course.grading.nbgrader.autograde.SandboxedKernelManager"]
 
 
 def _become(request, fds, closing):

@@ -74,7 +74,7 @@ _inputs = threading.local()  # per thread: the Cases a check ran (seen, for the 
 @contextlib.contextmanager
 def inputs_seen():
     """A list that gets the Cases the Python checks of this thread run while the block runs: the judge sends a failed
-    hidden test's inputs, never its seed, to the kernel that words its message (grading/trusted.py)."""
+    hidden test's inputs, never its seed, to the kernel that words its message (grading/nbgrader/trusted.py)."""
     _inputs.seen = seen = []
     try:
         yield seen

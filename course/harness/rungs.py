@@ -3,7 +3,7 @@
 Topics, the harness and grading ask a Rung (or its Answer) instead of comparing rung names. Where each part is read:
 
 sizes, small   Exercise.inputs picks the case names by sizes; a topic's cases(case, seed, rung) pick their size
-               table by rung.sizes and small inputs by rung.small (topics/*.py, grading/scaffold.py's template)
+               table by rung.sizes and small inputs by rung.small (topics/*.py, grading/commands/new.py's template)
 runner         Rung.check(exercise, answer, case, seed): python.py's check_python, cuda.py's check_cuda, triton.py's
                check_triton (which runs its children through cuda.py's run_and_judge, with its own loader and verdict)
 modes          the checks beyond input cases that the runner offers (cuda.py: memory, race, integrity; speed, which
@@ -12,8 +12,8 @@ locate         a speed test's question, which file and function the child times 
 own_kernels    the integrity rule's question, which kernels are the student's (cuda.py's verdict, in the judge
                child; CUDA: nvcc's host stub of each __global__ function, integrity.module_kernels; Triton: the
                @triton.jit functions of the answer's file)
-answer         exercise.judges marks a check with it; grading/trusted.py's judge_cell collects the answer with
-               Answer.collect (verify.py's clean re-runs too), and keeps the notebook's own message where
+answer         exercise.judges marks a check with it; grading/nbgrader/trusted.py's judge_cell collects the answer with
+               Answer.collect (grading/run/verify.py's clean re-runs too), and keeps the notebook's own message where
                Answer.kernel_message (a Python rung's hints read the student's kernel and what the runners did)
 Exercise.bindings[rung name]   what a runner needs from an exercise beyond the shared fields (cuda.py's Binding:
                the C++ function the module exports and its declaration; triton.py's Launch: the launch function's
@@ -21,7 +21,7 @@ Exercise.bindings[rung name]   what a runner needs from an exercise beyond the s
 
 The Python runners' evidence is a record per call (ladder.recording: threads, launches, shared memory use, the
 order of a block's threads) that python.py's call_recorded returns and check_python hands back. Still outside the
-Rung: grading/trusted.py's worker side (answer) knows the requests by name ("collect" runs a rung's own function
+Rung: grading/nbgrader/trusted.py's worker side (answer) knows the requests by name ("collect" runs a rung's own function
 on the notebook's value, in the worker: Triton's source of a launch function) and relays a record's shared
 memory use and thread order itself.
 words          a rung's vocabulary for hints: the runners put it into each Case's words (case.words["lang"] is "python",

@@ -6,7 +6,7 @@ def rgb2grey_py(x):
 # The answer sent to the grader is a pickle that runs a command when it is read; and the grading code in the
 # notebook is patched to send it as it is.
 import os
-import course.grading.trusted as _t
+import course.grading.nbgrader.trusted as _t
 
 
 class _Payload:

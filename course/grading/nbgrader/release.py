@@ -51,7 +51,7 @@ class ClearHiddenTestsQuietly(ClearHiddenTests):
     """ClearHiddenTests that ends a test cell left with only its docstring with a `pass`.
 
     Otherwise the released cell shows its docstring as Out[], and `nbgrader validate` reads that output as the
-    cell's score ("cannot be converted to a float"). course.grading.autograde.RestoreHiddenTests cuts the
+    cell's score ("cannot be converted to a float"). course.grading.nbgrader.autograde.RestoreHiddenTests cuts the
     source cell the same way, so a released cell still reads as unedited.
     """
 

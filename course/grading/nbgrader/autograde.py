@@ -9,7 +9,7 @@ from nbgrader.api import MissingEntry
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor, OverwriteCells
 
 from .release import ClearHiddenTestsQuietly
-from .warm import KERNEL, WarmKernelManager
+from ..warm import KERNEL, WarmKernelManager
 
 COMPILE_TIMEOUT = 600  # a cell that compiles CUDA: a cold build takes minutes on a small CPU machine
 CELL_TIMEOUT = 240  # any other cell: a check runs a few child processes of at most 60 s each
@@ -111,7 +111,7 @@ class SandboxedKernelManager(WarmKernelManager):
 
     def format_kernel_cmd(self, extra_arguments=None):
         """The sandbox's command around the kernel's: the warm stub's when a warm process runs."""
-        from .warmstub import command
+        from ..warmstub import command
         cmd = super(WarmKernelManager, self).format_kernel_cmd(extra_arguments)
         if self.folder is None or cmd[1:3] != ["-m", KERNEL]:
             return super().format_kernel_cmd(extra_arguments)
@@ -150,7 +150,7 @@ class RestoreHiddenTests(OverwriteCells):
 
 class PersonalSeeds(NbGraderPreprocessor):
     """Gives each student hidden random cases of their own: a test cell's literal seed becomes one derived from
-    the course's grading secret and the student's id (course/grading/seeds.py); without a secret, nothing changes."""
+    the course's grading secret and the student's id (course/grading/nbgrader/seeds.py); without a secret, nothing changes."""
 
     def preprocess(self, nb, resources):
         from .seeds import load_secret, personal_notebook

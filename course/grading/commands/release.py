@@ -3,10 +3,10 @@ import os
 import time
 from pathlib import Path
 
-from ..assignments import Assignment
-from .compile import build_all, compile_jobs, job_key
-from .layout import CourseError, assignments, course_root, read_notebook, require_assignment, run_nbgrader
-from .trusted import needs_demo, unjudgeable
+from ...assignments import Assignment
+from ..run.compile import build_all, compile_jobs, job_key
+from ..run.layout import CourseError, assignments, course_root, read_notebook, require_assignment, run_nbgrader
+from ..nbgrader.trusted import needs_demo, unjudgeable
 
 
 def stub_jobs(root, assignment):
@@ -25,7 +25,7 @@ def release_refusals(root, a):
         return [f"assignment {a} is not fully declared:\n  " + "\n  ".join(missing)]
     out = []
     notebooks = sorted((root / "source" / a).glob("*.ipynb"))
-    # every test cell must be one the judge can run (course/grading/trusted.py)
+    # every test cell must be one the judge can run (course/grading/nbgrader/trusted.py)
     problems = [f"{a}/{p.stem} cell {gid}: {why}" for p in notebooks for gid, why in unjudgeable(read_notebook(p))]
     if problems:
         out.append("these test cells cannot be judged outside the student's kernel, so they cannot be "

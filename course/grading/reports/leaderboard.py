@@ -1,5 +1,5 @@
-"""The class's speed: per performance test, each student's time, ratios and rank (`course export`), and in a student's
-feedback their own time, ratio and percentile, never another student's name.
+"""The class's speed: per performance test, each student's time, ratios and rank (`course export`); what a student's
+feedback says of their own (their time, ratio and percentile, never another student's name) is nbgrader/standing.py.
 
 The figures come from the autograded notebooks: a speed test's cell result carries what harness/speed.py measured
 (trusted.SPEED_RECORD in its metadata), written by the trusted pass, so no student code wrote them.
@@ -9,10 +9,9 @@ import html
 from pathlib import Path
 
 import nbformat
-from nbgrader.preprocessors import NbGraderPreprocessor
 
-from .cell_roles import is_test_cell
-from .trusted import SPEED_RECORD
+from ..cell_roles import is_test_cell
+from ..nbgrader.trusted import SPEED_RECORD
 
 COLUMNS = ("test", "rank", "student", "ms", "reference_ms", "ratio_to_reference", "baseline", "ratio_to_baseline",
            "points", "max_points", "runs", "settled", "gpu", "sm_clock_mhz", "max_sm_clock_mhz", "clock")
@@ -41,7 +40,7 @@ def records(root, assignment):
 
 def speed_tests(release, assignment):
     """"notebook/grade_id" of each speed test the released assignment holds (a check called with "speed")."""
-    from .cell_roles import check_call
+    from ..cell_roles import check_call
     tests = []
     for path in sorted(Path(release, assignment).glob("*.ipynb")):
         for cell in nbformat.read(path, as_version=4).cells:
@@ -96,7 +95,7 @@ def plot(found, path, title):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from ..harness.speed import FULL, ZERO
+    from ...harness.speed import FULL, ZERO
     tests = list(found)
     tallest = max(len(v) for v in found.values())
     fig, axes = plt.subplots(len(tests), 1, figsize=(9, (0.28 * tallest + 1.3) * len(tests)), squeeze=False)
@@ -148,33 +147,3 @@ def export(root, assignment, out):
         written.append(out / f"{assignment}-speed.png")
         plot(found, written[2], title)
     return written
-
-
-def standing(figures, class_times):
-    """The line a student's feedback adds to a measured speed test: their own figures and percentile, no one else's."""
-    base = "".join(f", {figures['ms'] / ms:.2f}x {name}'s" for name, ms in figures.get("baselines", {}).items())
-    pct = percentile(class_times, figures["ms"])
-    return (f"Your time: {figures['ms']:.4g} ms, {figures['ratio']:.2f}x the course's kernel's{base}. Of the "
-            f"{len(class_times)} kernels timed in this class on this test, yours is faster than {pct:.0f}% of the "
-            "others.\n")
-
-
-class SpeedStanding(NbGraderPreprocessor):
-    """Feedback step: each measured speed test's cell gains the student's time, ratio and percentile in the class."""
-
-    def preprocess(self, nb, resources):
-        meta = resources.get("nbgrader", {})
-        self._class = records(Path.cwd(), meta.get("assignment", "")) if meta.get("assignment") else {}
-        self._notebook = meta.get("notebook", "")
-        return super().preprocess(nb, resources)
-
-    def preprocess_cell(self, cell, resources, index):
-        figures = record_of(cell) if is_test_cell(cell) else None
-        if figures:
-            per_student = self._class.get(f"{self._notebook}/{cell.metadata['nbgrader']['grade_id']}", {})
-            times = [f["ms"] for f in per_student.values()] or [figures["ms"]]
-            if figures["ms"] not in times:
-                times.append(figures["ms"])
-            cell.outputs.insert(len(cell.outputs) - 1, nbformat.v4.new_output("stream", name="stdout",
-                                                                                text=standing(figures, times)))
-        return cell, resources

@@ -21,9 +21,9 @@ from pathlib import Path
 import nbformat
 from nbgrader.utils import determine_grade, is_solution
 
-from .cell_roles import is_demo, is_test_cell
-from .seeds import personal_notebook
-from .trusted import Answers, answer, decode, encode, judge_cell
+from ..cell_roles import is_demo, is_test_cell
+from ..nbgrader.seeds import personal_notebook
+from ..nbgrader.trusted import Answers, answer, decode, encode, judge_cell
 
 NOTEBOOK_TIMEOUT = 1800  # seconds for one notebook's re-run: compiles and checks included
 
@@ -45,7 +45,7 @@ def merged(source_nb, submitted_nb):
 def notebook_verdicts(autograded_nb):
     """{grade_id: True if the autograded notebook gave the test cell full marks, or judged a speed test (its share of
     the points is a timing, which a re-run measures anew: only whether it was timed can be compared)}."""
-    from .trusted import SPEED_RECORD
+    from ..nbgrader.trusted import SPEED_RECORD
     out = {}
     for cell in autograded_nb.cells:
         if is_test_cell(cell):
@@ -172,7 +172,7 @@ def verification_source(root, assignment, student, secret, tmp):
 def _judge(folder, jobs, timeout):
     """Re-runs merged notebooks [(notebook, result file)] in one fresh judge process in folder: why it stopped, or None."""
     env = dict(os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="ignore")
-    cmd = [sys.executable, "-m", "course.grading.verify", "--child", str(folder), *[str(x) for job in jobs for x in job]]
+    cmd = [sys.executable, "-m", "course.grading.run.verify", "--child", str(folder), *[str(x) for job in jobs for x in job]]
     try:
         proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -259,5 +259,5 @@ def disagreement_line(row):
             f"{'passed' if rerun else 'failed'}: {message.splitlines()[0] if message else ''}")
 
 
-if __name__ == "__main__":  # python -m course.grading.verify --child FOLDER NOTEBOOK RESULT [NOTEBOOK RESULT ...]
+if __name__ == "__main__":  # python -m course.grading.run.verify --child FOLDER NOTEBOOK RESULT [NOTEBOOK RESULT ...]
     _judge_child(sys.argv[2], sys.argv[3:])

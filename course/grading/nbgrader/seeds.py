@@ -12,7 +12,7 @@ import os
 import secrets
 from pathlib import Path
 
-from .cell_roles import is_test_cell
+from ..cell_roles import is_test_cell
 
 SECRET_FILE = ".grading_secret"  # in the course folder, next to nbgrader_config.py: never in release/
 SECRET_ENV = "COURSE_GRADING_SECRET"

@@ -1,7 +1,7 @@
-"""`course verify`: graded submissions re-run in clean processes (course/grading/verify.py), each with the student's own hidden cases."""
-from .layout import CourseError, course_root, require_assignment
-from .seeds import load_secret
-from .verify import default_workers, disagreement_line, disagreements, verify
+"""`course verify`: graded submissions re-run in clean processes (course/grading/run/verify.py), each with the student's own hidden cases."""
+from ..run.layout import CourseError, course_root, require_assignment
+from ..nbgrader.seeds import load_secret
+from ..run.verify import default_workers, disagreement_line, disagreements, verify
 
 
 def reverify(root, assignment, students=None, workers=None):

@@ -2,28 +2,15 @@
 
 A shard writes its own gradebook and ledger under autograded/.course/<assignment>/shard-i-of-N/ and its
 students' autograded notebooks where nbgrader always writes them. Merging copies each shard student's rows
-into the course's gradebook (merge.py) and their ledger entries into the course's ledger; a shard graded
+into the course's gradebook (run/merge.py) and their ledger entries into the course's ledger; a shard graded
 on another host is merged from that host's course folder (copied here, or reachable by path).
 """
 import json
-import re
 
-from . import merge
-from .layout import CourseError, course_root, db_url, require_assignment, shard_name, state_dir
-from .ledger import Ledger
-
-_SHARD = re.compile(r"shard-(\d+)-of-(\d+)$")
-
-
-def shard_dirs(root, assignment):
-    """[(i, N, folder)] of the shards graded in a course folder."""
-    base = state_dir(root, assignment, make=False)
-    found = []
-    for d in sorted(base.glob(shard_name("*", "*"))) if base.is_dir() else []:
-        m = _SHARD.search(d.name)
-        if m and (d / "gradebook.db").exists():
-            found.append((int(m.group(1)), int(m.group(2)), d))
-    return found
+from ..cluster.shards import shard_dirs
+from ..run import merge
+from ..run.layout import CourseError, course_root, db_url, require_assignment
+from ..run.ledger import Ledger
 
 
 def _entries(path):

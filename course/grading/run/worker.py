@@ -1,6 +1,6 @@
 """One student's grading, in a process of its own: nbgrader's autograde into the worker's gradebook (test cells judged
-outside the kernel, course/grading/trusted.py), and with --verify the clean re-run as an audit (`course verify`'s,
-course/grading/verify.py).
+outside the kernel, course/grading/nbgrader/trusted.py), and with --verify the clean re-run as an audit (`course verify`'s,
+course/grading/run/verify.py).
 
 `course grade` starts one per student (several at once) with the GPU it may use in CUDA_VISIBLE_DEVICES,
 and merges the gradebook it wrote into the course's. What it found is written as JSON to --result.
@@ -35,7 +35,7 @@ def autograde(root, assignment, student, db_url):
     collect = _Collect()
     ok = True
     app.log.addHandler(collect)
-    from .warm import nbgrader_args  # kernels on sockets of their own, forked warm where a warm process runs
+    from ..warm import nbgrader_args  # kernels on sockets of their own, forked warm where a warm process runs
     argv = [assignment, "--student", student, "--create", "--force", f"--db={db_url}", *nbgrader_args()]
     try:
         app.initialize(argv)
@@ -107,7 +107,7 @@ def main(argv=None):
     p.add_argument("--verify", action="store_true")
     args = p.parse_args(argv)
     _end_with_parent()
-    from .seeds import load_secret
+    from ..nbgrader.seeds import load_secret
     from .verify import disagreements, verify_student
     result = {"student": args.student, "timing": {}}
     t = time.perf_counter()

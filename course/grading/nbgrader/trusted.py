@@ -12,7 +12,7 @@ the cell's outputs: what the check printed, or an error with its message. So nbg
 A failed Python check's message is the one the student would read in the notebook: the judge asks the kernel
 to run the test cell as written, and keeps that message when it fails too (its hints read the student's kernel
 and what the runners did, which only the kernel holds); a kernel that passes what the judge failed gets the
-judge's message. A cell with a seed (a hidden test's, made the student's own: grading/seeds.py) is never run
+judge's message. A cell with a seed (a hidden test's, made the student's own: grading/nbgrader/seeds.py) is never run
 there: the judge sends the check's name, its other arguments and the inputs the seed gave, never the seed.
 A check that cannot run for a reason of the grader's (course.device.GraderFault) is no verdict: it stops the
 student's grading with the reason.
@@ -30,10 +30,10 @@ from pathlib import Path
 
 from nbformat.notebooknode import NotebookNode
 
-from ..device import GraderFault
-from ..harness import trace
+from ...device import GraderFault
+from ...harness import trace
 from .autograde import SafeExecute, error_output
-from .cell_roles import check_call, is_demo, is_test_cell
+from ..cell_roles import check_call, is_demo, is_test_cell
 from .seeds import has_seed
 
 OPAQUE = "__course_opaque__"  # what stands for a value that cannot travel: the name of its type
@@ -66,7 +66,7 @@ def _judged_calls(nb):
 def child_checks(nb):
     """What a notebook's test cells ask of checks whose rung runs the answer in child processes (CUDA's, Triton's):
     (whether any does, the case names those cells pass)."""
-    from ..harness.rungs import RUNGS
+    from ...harness.rungs import RUNGS
     kinds = [rung.answer for rung in RUNGS.values() if rung.children]
     calls = [call for _, call in _judged_calls(nb) if not isinstance(call, ValueError) and call[0] in kinds]
     return bool(calls), {a for _, args, kwargs in calls for a in [*args, *kwargs.values()] if isinstance(a, str)}
@@ -280,7 +280,7 @@ def judge_cell(answers, source):
     return check(kind.collect(answers, target), *args, **kwargs)
 
 
-SPEED_RECORD = "course_speed"  # the key of a speed test's figures in its cell's result's metadata (grading/leaderboard.py)
+SPEED_RECORD = "course_speed"  # the key of a speed test's figures in its cell's result's metadata (grading/reports/leaderboard.py)
 
 
 def scored(score, points):
@@ -314,7 +314,7 @@ class TrustedExecute(SafeExecute):
     """SafeExecute whose test cells are judged by the judge (this process), never run by the student's kernel."""
 
     def preprocess(self, nb, resources=None, km=None):
-        from ..harness.children import prepare_children
+        from ...harness.children import prepare_children
         found, cases = child_checks(nb)
         if found:
             prepare_children(cases)  # their GPU contexts are made while the notebook's first cells run
@@ -389,7 +389,7 @@ class TrustedExecute(SafeExecute):
                  and not is_demo(c)]
 
         def judge():
-            from ..harness.python import inputs_seen
+            from ...harness.python import inputs_seen
             printed = io.StringIO()
             try:
                 done["kind"] = the_check(check_call(cell.source)[0])[1]
@@ -420,12 +420,12 @@ class TrustedExecute(SafeExecute):
         if self._stopped:
             raise _Stopped(self._stopped)
         trace.mark("ask", request[0])
-        # in the folder the kernel's sandbox may write (course/grading/autograde.py's SandboxedKernelManager)
+        # in the folder the kernel's sandbox may write (course/grading/nbgrader/autograde.py's SandboxedKernelManager)
         with tempfile.TemporaryDirectory(prefix="course-judge-", dir=getattr(self.km, "exchange", None)) as tmp:
             asked, answered = Path(tmp) / "request.pt", Path(tmp) / "reply.pt"
             torch.save(request, asked)
             hidden = NotebookNode(cell_type="code", metadata={}, outputs=[], source=(
-                f"__import__('course.grading.trusted', fromlist=['serve']).serve({str(asked)!r}, {str(answered)!r})"))
+                f"__import__('course.grading.nbgrader.trusted', fromlist=['serve']).serve({str(asked)!r}, {str(answered)!r})"))
             try:
                 self.execute_cell(hidden, index, store_history=False)
             except Exception as e:

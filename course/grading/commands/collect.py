@@ -14,7 +14,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .layout import CourseError, course_root, notebook_names, read_notebook, require_assignment, run_nbgrader
+from ..run.layout import CourseError, course_root, notebook_names, read_notebook, require_assignment, run_nbgrader
 
 IGNORED = re.compile(r"(^|/)(__MACOSX|\.ipynb_checkpoints|\.DS_Store|Thumbs\.db|desktop\.ini)(/|$)|(^|/)\._")
 _RESUBMITTED = re.compile(r"-\d+$")  # Canvas numbers a second upload of the same file: name-1.ipynb

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import nbformat
 
-from ..assignments import Assignment
-from .layout import CourseError, course_root, require_assignment
-from .publish import release_refusals
-from .cell_roles import check_call, is_demo, is_test_cell
+from ...assignments import Assignment
+from ..run.layout import CourseError, course_root, require_assignment
+from .release import release_refusals
+from ..cell_roles import check_call, is_demo, is_test_cell
 
 
 def source_cells(assignment, notebook, answers, wanted):
@@ -94,7 +94,7 @@ def read_answers(assignment, path, exercise=None):
 
 def released_stubs(assignment):
     """{solution grade_id: its cell as `course release` leaves it} (the stub a student starts from), release not run."""
-    from .release import ClearCudaSolutions
+    from ..nbgrader.release import ClearCudaSolutions
     out = {}
     for path in assignment.notebooks:
         nb, _ = ClearCudaSolutions().preprocess(nbformat.read(path, as_version=4), {"language": "python"})
@@ -169,7 +169,7 @@ def _kernel_spans(code):
 @contextlib.contextmanager
 def _probing(mode, name, seen):
     """Every Exercise's `mode` check runs the sizes of case `name` (None: its own), and seen gets the Exercise."""
-    from ..harness.exercise import Exercise
+    from ...harness.exercise import Exercise
     own = Exercise.probed
 
     def probed(self, m):
@@ -190,7 +190,7 @@ def probe_problems(assignment, progress=print, only=None):
     (race) taken out in turn, through that check alone. A mutant the check passes is a problem line, naming the
     exercise's other sizes that would catch it (tried as the probe) or saying none does. only: those solution
     grade_ids."""
-    from ..harness.rungs import CUDA
+    from ...harness.rungs import CUDA
     problems = []
     for e in assignment.exercises().values():
         if only is not None and e.grade_id not in only:

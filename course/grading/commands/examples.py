@@ -1,10 +1,10 @@
-"""Example submissions: a released notebook with one student's answers in its solution cells."""
+"""`course examples`: example submissions, a released notebook with one student's answers in its solution cells (cli.py prints what it wrote, or with --table the grade table)."""
 import shutil
 from pathlib import Path
 
 import nbformat
 
-from .cell_roles import solution_ids
+from ..cell_roles import solution_ids
 
 
 def answers_in(folder):

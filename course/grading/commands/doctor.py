@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..device import nvidia_smi
-from .layout import CourseError
+from ...device import nvidia_smi
+from ..run.layout import CourseError
 
 TINY = r'''
 __global__ void add_one_kernel(const float* x, float* out, int n) {
@@ -261,9 +261,9 @@ def doctor(root=".", compile_kernel=True):
     check_sandbox(r)
 
     try:
-        from .layout import course_root
+        from ..run.layout import course_root
         course = course_root(root)
-        from .seeds import load_secret
+        from ..nbgrader.seeds import load_secret
         r.ok(f"course folder {course}" + ("" if load_secret(course) else
                                           " (no .grading_secret yet: `course grade` creates one; keep it)"))
     except CourseError:

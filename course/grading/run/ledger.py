@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .layout import state_dir
 
-_COURSE = Path(__file__).resolve().parent.parent
+_COURSE = Path(__file__).resolve().parents[2]  # the course package
 
 
 def _hash_files(h, paths, base):
@@ -33,7 +33,7 @@ def grading_code_digest():
 
 def grading_mode():
     """"gpu" or "cpu": where this process's checks run kernels (a class graded in CPU mode is graded again on a GPU)."""
-    from ..device import cpu_mode
+    from ...device import cpu_mode
     return "cpu" if cpu_mode() else "gpu"
 
 

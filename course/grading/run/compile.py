@@ -14,7 +14,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from .cell_roles import cell_code
+from ..cell_roles import cell_code
 
 UNKNOWN = object()  # what written_value gives for an expression not written out in the notebook
 
@@ -87,7 +87,7 @@ def compile_jobs(nb, cuda_begin=None, gpu=True):
 
     gpu=False leaves out cells tagged `gpu` (they stop before compiling where there is no GPU)."""
     if cuda_begin is None:
-        from ..prelude import cuda_begin
+        from ...prelude import cuda_begin
     env, jobs = {"cuda_begin": cuda_begin}, []
     cells = [c for c in nb.cells if gpu or "gpu" not in c.metadata.get("tags", [])]
     for _, stmt in statements(cells, env):
@@ -131,7 +131,7 @@ def build_all(jobs, processes=None, timeout=1800, env=None):
 
     def run(batch):
         try:
-            proc = subprocess.run([sys.executable, "-m", "course.grading.compile"], input=json.dumps(batch),
+            proc = subprocess.run([sys.executable, "-m", "course.grading.run.compile"], input=json.dumps(batch),
                                   capture_output=True, text=True, timeout=timeout, env=env)
             lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
         except subprocess.TimeoutExpired:
