@@ -353,6 +353,27 @@ def test_split_and_one_unit_builds_agree(mode, monkeypatch):
         assert torch.equal(m.filled(x, 1.5), torch.full_like(x, 3.0))
 
 
+def test_the_split_builds_stubs_record_each_launch_and_cpu_mode_replays_it(mode):
+    """The speed test's record (course/harness/record.py): a template kernel launched from a lambda with dynamic shared
+    memory, a __restrict__ pointer and a struct by value: two pointers, an int and 8 bytes; CPU mode's replay of
+    that record (course_replay, through the module's table of stubs) computes what the wrapper's call does."""
+    from course.harness import record, replay
+    from course.harness.wire import Recorded
+    module = load_cuda(FEATURES, FEATURES_CPP, FEATURES_FUNCS)  # built in both modes: the stubs compile
+    if not runs_here(mode) or mode != "cpu":
+        return
+    x = torch.randn(37)
+    calls = record.recorded(module.affine, module.__file__, [(x, 8), (x + 1, 8)], [(0, 0), (0, 0)], cpu=True,
+                            triton=False)
+    [launch] = calls[0]["launches"]
+    assert [(kind, size) for kind, size, _ in launch["args"]] == [("p", 8), ("p", 8), ("s", 4), ("s", 8)]
+    assert launch["dims"][:7] == [5, 1, 1, 8, 1, 1, 32] and launch["entry"] >= 0
+    plan = replay.plan(Recorded(calls=calls), triton=False, cpu=True)
+    assert plan["launches"][0]["args"][:2] == [["p", ["in", 0, 0]], ["p", ["out", 0]]]
+    again = replay.Replay(plan, module.__file__, cpu=True, triton=False).prepare((x, 8), 0)()
+    assert torch.equal(again, module.affine(x, 8))
+
+
 def test_a_linker_that_fails_gives_way_to_the_default_one(tmp_path, monkeypatch):
     # As on a host whose gold linker cannot link torch's libraries: CPU mode links with the default linker instead.
     fake = tmp_path / "bin" / "ld.gold"

@@ -66,12 +66,12 @@ inline void put_hex(const void* p, unsigned long size) {
 }
 template <class T> struct is_pointer { enum { value = 0 }; };
 template <class T> struct is_pointer<T*> { enum { value = 1 }; };
-template <class T> void note_arg(const T& v) {
-  put(is_pointer<T>::value ? " p" : " s"); put_num(sizeof(T)); put(":"); put_hex(&v, sizeof(T));
+template <class T> void note_arg(T v) {  // by value: a __restrict__ pointer's qualifier is dropped
+  put(is_pointer<T>::value ? " p" : " s"); put_num(sizeof(T)); put(":"); put_hex((const void*)&v, sizeof(T));
 }
 int entry_of(const void* stub);  // the stub's place in the CUDA unit's table of entries (its end defines it)
 template <class... A> void note(const Launch& c, const void* stub, const char* (*namer)(const void*),
-                                 const void* kernel, const A&... a) {
+                                 const void* kernel, A... a) {
   if (!noted().on) return;
   const int entry = entry_of(stub);
   const char* name = namer ? namer(kernel) : "";
