@@ -385,7 +385,7 @@ def slurm_jobs(cluster, job):
 
 def slurm_path(course, assignment, tasks, build_dir, out, timeout):
     """The class graded through a one-node Slurm started here: `course slurm grade --tasks N --cpu`, wall and shard seconds."""
-    from tests.localslurm import LocalCluster, missing_prerequisite
+    from course.grading.cluster.localslurm import LocalCluster, missing_prerequisite
     reason = missing_prerequisite()
     if reason:
         return {"error": reason}

@@ -19,7 +19,7 @@ import pytest
 
 from course.grading.nbgrader import seeds
 from course.grading.run.plan import in_shard
-from tests.localslurm import LocalCluster, missing_prerequisite
+from course.grading.cluster.localslurm import LocalCluster, missing_prerequisite
 from course.grading.run.gradebook import grades
 from course.grading.cluster.slurm import array_spec
 from course.grading.commands.examples import write_submissions

@@ -148,7 +148,11 @@ def _rewritten(before):
     return changed
 
 
-SLOWER, GAINED = 1.5, 0.15  # an attack's ratio may be below its honest twin's by this factor (noise), its share above by this
+# an attack's ratio may be below its honest twin's by SLOWER (noise), its share above by GAINED. CPU mode's wall clock
+# on the 2-core CI machine, beside another worker's compiles, moved a median 1.5x (the course's kernel 0.73 ms in one
+# speed test, 1.24 ms in the next): there the bar is 3x, still far from the 6.8x and 120x the timer patches won
+# against the in-process timing
+SLOWER, GAINED = (3.0 if cpu_mode() else 1.5), 0.15
 
 
 @pytest.mark.parametrize("name", sorted(REPLAY_ATTACKS))
