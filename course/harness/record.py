@@ -75,11 +75,12 @@ def triton_noting(kernels, launches):
     undo = []
     for name, kernel in kernels.items():
         run = kernel.run
-        params = inspect.signature(kernel.fn).parameters
+        signature = inspect.signature(kernel.fn)
 
-        def noted(*args, grid, warmup, _run=run, _name=name, _params=params, _kernel=kernel, **kwargs):
+        def noted(*args, grid, warmup, _run=run, _name=name, _signature=signature, **kwargs):
+            _params = _signature.parameters
             if not warmup:
-                bound = inspect.signature(_kernel.fn).bind(*args, **{k: v for k, v in kwargs.items() if k in _params})
+                bound = _signature.bind(*args, **{k: v for k, v in kwargs.items() if k in _params})
                 bound.apply_defaults()
                 where = grid(dict(bound.arguments)) if callable(grid) else grid
                 where = [int(g) for g in (tuple(where) + (1, 1, 1))[:3]]
@@ -107,9 +108,14 @@ def kernels_of(module):
     return {k: v for k, v in vars(module).items() if is_kernel(v)}
 
 
+def module_name(path):
+    """The name a Triton answer's file is imported under (harness/triton.py load), in sys.modules."""
+    return os.path.basename(path)[:-3]
+
+
 def module_kernels(path):
     """The @triton.jit kernels of a Triton answer's module (its file, as triton.load imported it): name -> kernel."""
-    module = sys.modules.get(os.path.basename(path)[:-3])
+    module = sys.modules.get(module_name(path))
     return kernels_of(module) if module else {}
 
 

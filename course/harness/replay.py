@@ -59,7 +59,7 @@ def _pointer(p, call, work):
         if _inside(p, span):
             return ["in", k, p - span[0]] if kind == "in" else ["out", p - span[0]]
     for address, size in call["blocks"]:
-        if address <= p < address + size:
+        if _inside(p, (address, size)):
             if address not in work:
                 work[address] = (len(work), size)
             return ["work", work[address][0], p - address]
@@ -407,7 +407,7 @@ def checked_kernels(path, cpu):
     with open(path) as f:
         text = f.read()
     code = compile(kernel_statements(text), path, "exec")  # the file's own lines: Triton reads a kernel's source there
-    name = "course_replay_" + os.path.basename(path)[:-3]
+    name = "course_replay_" + record.module_name(path)
     module = types.ModuleType(name)
     module.__file__ = path
     sys.modules[name] = module

@@ -317,20 +317,15 @@ def _replay(contender, job, exercise, spec):
     """A contender as the timing process launches it (harness/replay.py): the student's from the judge's plan, the
     course's reference recorded here first (its host code is the course's own)."""
     from . import record, replay
+    from .wire import Recorded
     triton = bool(contender.get("loader"))
     plan = contender.get("plan")
     if plan is None:
         fn = _load(contender, job)
         inputs, fills = _inputs(exercise, spec, job.cpu)
         calls = record.recorded(fn, contender["module"], inputs, fills, job.cpu, triton)
-        plan = replay.plan(job_record(calls), triton, job.cpu)
+        plan = replay.plan(Recorded(calls=calls), triton, job.cpu)
     return replay.Replay(plan, contender["module"], job.cpu, triton)
-
-
-def job_record(calls):
-    """Recorded calls as the record child reports them (replay.plan reads its calls)."""
-    from .wire import Recorded
-    return Recorded(calls=calls)
 
 
 def _settled(times):

@@ -59,7 +59,7 @@ from .child import Job
 from .evidence import triton_error_hint, triton_output_hint
 from .exercise import element_of, fill_byte, require_case, with_hint
 from .integrity import TRITON_LAUNCH
-from .record import is_kernel
+from .record import is_kernel, kernels_of, module_name
 from .rungs import TRITON
 
 HEADER = "import torch\nimport triton\nimport triton.language as tl\n"
@@ -393,14 +393,13 @@ def load(job):
         os.environ["TRITON_INTERPRET"] = "1"
     faulthandler.enable()  # a memory fault in the kernel prints the kernel's line to the log
     sys.breakpointhook = _no_keyboard(job.module)
-    name = os.path.basename(job.module)[:-3]
+    name = module_name(job.module)
     spec = importlib.util.spec_from_file_location(name, job.module)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
-    for key, value in vars(module).items():
-        if is_kernel(value):
-            _counted(value, key, job.module if job.cpu else None)
+    for key, value in kernels_of(module).items():
+        _counted(value, key, job.module if job.cpu else None)
     return _with_line(getattr(module, job.func), job.module)
 
 

@@ -75,7 +75,8 @@ template <class... A> void note(const Launch& c, const void* stub, const char* (
   if (!noted().on) return;
   const int entry = entry_of(stub);
   const char* name = namer ? namer(kernel) : "";
-  put("launch "); put(entry < 0 ? "-1" : ""); if (entry >= 0) put_num(entry);
+  put("launch ");
+  if (entry < 0) put("-1"); else put_num(entry);
   put(" "); put(*name ? name : "-");
   const unsigned long long d[8] = {c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z, c.shmem,
                                    (unsigned long long)(size_t)c.stream};
